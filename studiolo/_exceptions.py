@@ -1,0 +1,99 @@
+"""The one error tree. Everything that crosses a boundary derives from StudioloError.
+
+    StudioloError                      (reason, status, failed, detail)
+    ├── InvalidRequest        400      malformed ids, bad paths, unknown checkers, bad signatures
+    │   ├── InvalidPath       400      `invalid_path`
+    │   └── PayloadTooLarge   413      `payload_too_large`
+    ├── Unauthenticated       401      `unauthenticated`
+    ├── NotAuthorized         403      `not_authorized`
+    ├── NotFound              404      `not_found`, `task_not_found`
+    ├── Conflict              409      `revision_conflict`, `task_not_active`, `request_id_conflict`, ...
+    └── CompletionRejected    409/404  a refused completion: `reason` = first of `failed`
+
+Each face maps this tree in exactly one place (HTTP problem+json, MCP isError, CLI exit codes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "CompletionRejected",
+    "Conflict",
+    "InvalidPath",
+    "InvalidRequest",
+    "NotAuthorized",
+    "NotFound",
+    "PayloadTooLarge",
+    "StudioloError",
+    "Unauthenticated",
+]
+
+
+class StudioloError(Exception):
+    """Base of every error a face may show. `reason` is a stable, documented code."""
+
+    status: int = 500
+    default_reason: str = "internal_error"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        reason: str | None = None,
+        failed: Sequence[str] = (),
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.reason = reason or self.default_reason
+        self.failed: tuple[str, ...] = tuple(failed) or (self.reason,)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"reason": self.reason, "failed": list(self.failed), "detail": self.detail}
+
+
+class InvalidRequest(StudioloError):
+    status = 400
+    default_reason = "invalid_request"
+
+
+class InvalidPath(InvalidRequest):
+    default_reason = "invalid_path"
+
+
+class PayloadTooLarge(InvalidRequest):
+    status = 413
+    default_reason = "payload_too_large"
+
+
+class Unauthenticated(StudioloError):
+    status = 401
+    default_reason = "unauthenticated"
+
+
+class NotAuthorized(StudioloError):
+    status = 403
+    default_reason = "not_authorized"
+
+
+class NotFound(StudioloError):
+    status = 404
+    default_reason = "not_found"
+
+
+class Conflict(StudioloError):
+    status = 409
+    default_reason = "conflict"
+
+
+class CompletionRejected(StudioloError):
+    """A completion request that failed one or more predicates of the completion contract."""
+
+    status = 409
+    default_reason = "completion_rejected"
+
+    def __init__(self, failed: Sequence[str], detail: str = "") -> None:
+        first = failed[0]
+        super().__init__(detail or f"completion rejected: {', '.join(failed)}", reason=first, failed=failed)
+        if first == "task_not_found":
+            self.status = 404

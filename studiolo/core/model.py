@@ -1,0 +1,312 @@
+"""The domain's values: frozen dataclasses and enums. No I/O, no clock, no SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from studiolo.core.canonical import digest_json
+from studiolo.core.paths import matches_any
+
+__all__ = [
+    "Action",
+    "Artifact",
+    "Attempt",
+    "AttemptStatus",
+    "Candidate",
+    "Checker",
+    "Completion",
+    "Contract",
+    "Criterion",
+    "Event",
+    "Grant",
+    "Handoff",
+    "Observation",
+    "Policy",
+    "Principal",
+    "PrincipalKind",
+    "Project",
+    "Receipt",
+    "ReceiptResult",
+    "Task",
+    "TaskStatus",
+]
+
+
+class PrincipalKind(StrEnum):
+    AGENT = "agent"
+    VERIFIER = "verifier"
+    OBSERVER = "observer"
+    HUMAN = "human"
+    ADMIN = "admin"
+
+
+class Action(StrEnum):
+    READ = "read"
+    WRITE = "write"
+    CLAIM = "claim"
+    COMPLETE = "complete"
+    VERIFY = "verify"
+    OBSERVE = "observe"
+    ADMIN = "admin"
+
+
+class TaskStatus(StrEnum):
+    OPEN = "open"
+    CLAIMED = "claimed"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+
+
+class AttemptStatus(StrEnum):
+    ACTIVE = "active"
+    RELEASED = "released"
+    SUPERSEDED = "superseded"
+    COMPLETED = "completed"
+
+
+class ReceiptResult(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Project:
+    id: str
+    name: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Principal:
+    id: str
+    project_id: str | None  # None: a service administrator of every project
+    name: str
+    kind: PrincipalKind
+    public_key: str | None = None  # Ed25519, base64url raw bytes (verifiers)
+
+    @property
+    def is_service_admin(self) -> bool:
+        return self.project_id is None and self.kind is PrincipalKind.ADMIN
+
+
+@dataclass(frozen=True)
+class Grant:
+    id: str
+    project_id: str
+    principal_id: str
+    actions: frozenset[Action]
+    scope: tuple[str, ...]
+    created_at: float
+    revoked_at: float | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.revoked_at is None
+
+    def allows(self, action: Action) -> bool:
+        return self.live and (action in self.actions or Action.ADMIN in self.actions)
+
+    def covers(self, action: Action, path: str) -> bool:
+        return self.allows(action) and matches_any(self.scope, path)
+
+
+@dataclass(frozen=True)
+class Policy:
+    project_id: str
+    version: int
+    text: str
+    digest: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Criterion:
+    id: str
+    checker: str  # "name@version"
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What done means for one task. Immutable; identified by `hash`."""
+
+    task_id: str
+    criteria: tuple[Criterion, ...]
+    scope: tuple[str, ...]
+    policy_version: int
+    requires_deployment: bool = False
+    allow_evidence_reuse: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "criteria": {c.id: c.checker for c in self.criteria},
+            "scope": list(self.scope),
+            "policy_version": self.policy_version,
+            "requires_deployment": self.requires_deployment,
+            "allow_evidence_reuse": self.allow_evidence_reuse,
+        }
+
+    @property
+    def hash(self) -> str:
+        return digest_json(self.to_json())
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Contract:
+        criteria = tuple(Criterion(k, v) for k, v in sorted(data["criteria"].items()))
+        return cls(
+            task_id=data["task_id"],
+            criteria=criteria,
+            scope=tuple(data["scope"]),
+            policy_version=int(data["policy_version"]),
+            requires_deployment=bool(data.get("requires_deployment", False)),
+            allow_evidence_reuse=bool(data.get("allow_evidence_reuse", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    project_id: str
+    title: str
+    description: str
+    contract: Contract
+    contract_hash: str
+    status: TaskStatus
+    current_attempt_id: str | None
+    fence: int  # the last fence issued for this task; never reset
+    created_at: float
+    completed_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status in (TaskStatus.OPEN, TaskStatus.CLAIMED)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    id: str
+    task_id: str
+    principal_id: str
+    fence: int
+    lease_deadline: float
+    incarnation: str
+    status: AttemptStatus
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Artifact:
+    project_id: str
+    path: str
+    revision: int
+    digest: str | None  # None: a tombstone
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    task_id: str
+    attempt_id: str
+    files: Mapping[str, str | None]  # path → blob digest, or None to delete
+    bases: Mapping[str, int]  # target path → base revision (0: must not exist)
+    file_deps: Mapping[str, int]  # path → revision read
+    collection_deps: Mapping[str, int]  # "prefix/" → collection revision read
+    digest: str
+    dependency_digest: str
+    created_at: float
+
+    @property
+    def write_set(self) -> frozenset[str]:
+        return frozenset(self.files)
+
+
+@dataclass(frozen=True)
+class Checker:
+    project_id: str
+    name: str
+    version: str
+    kind: str
+    config: Mapping[str, Any]
+    verifiers: frozenset[str]
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True)
+class Receipt:
+    id: str
+    project_id: str
+    task_id: str
+    attempt_id: str
+    candidate_id: str
+    contract_hash: str
+    candidate_digest: str
+    dependency_digest: str
+    criterion: str
+    checker: str
+    result: ReceiptResult
+    issued_at: int  # the verifier's time, milliseconds since the epoch (signed)
+    issuer_id: str
+    log_digest: str | None
+    signature: str
+    reused: bool = False
+
+
+@dataclass(frozen=True)
+class Completion:
+    id: str
+    task_id: str
+    attempt_id: str
+    candidate_id: str
+    request_id: str
+    request_digest: str
+    principal_id: str
+    commit_version: int
+    receipt: Mapping[str, Any]
+    signature: str
+    created_at: float
+    revisions: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Observation:
+    id: str
+    project_id: str
+    target: str
+    revision: int | None
+    digest: str | None
+    kind: str
+    observed_at: float
+    observer_id: str
+
+
+@dataclass(frozen=True)
+class Handoff:
+    id: str
+    task_id: str
+    attempt_id: str
+    principal_id: str
+    contract_hash: str
+    artifacts: Mapping[str, int]
+    obligations: tuple[str, ...]
+    notes: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    project_id: str | None
+    kind: str
+    actor: str | None
+    subject: str | None
+    data: Mapping[str, Any]
+    at: float
+    prev_hash: str
+    hash: str

@@ -1,0 +1,129 @@
+"""Shared machinery of the door: injected clock/ids/store, authorization, audit."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
+from studiolo.core.model import Action, Grant, Principal, Task
+from studiolo.core.reasons import Reason
+from studiolo.keys import ServiceKey
+from studiolo.settings import Settings
+from studiolo.store import Store, Tx
+
+__all__ = ["Base", "IdSource", "RandomIds", "hash_token"]
+
+_ID_RE = re.compile(r"^[a-z]{2,4}_[A-Za-z0-9_-]{6,60}$")
+
+
+class IdSource(Protocol):
+    def new(self, prefix: str) -> str: ...
+
+    def token(self) -> str: ...
+
+
+class RandomIds:
+    """Random, never-reused identifiers (128 bits) and bearer tokens (256 bits)."""
+
+    def new(self, prefix: str) -> str:
+        return f"{prefix}_{secrets.token_hex(16)}"
+
+    def token(self) -> str:
+        return "stl_" + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def check_id(value: object, what: str) -> str:
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        raise InvalidRequest(f"malformed {what}: {str(value)[:80]!r}")
+    return value
+
+
+class Base:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        ids: IdSource | None = None,
+        disabled_checks: frozenset[Reason] = frozenset(),
+    ) -> None:
+        self.store = store
+        self.settings = settings or Settings(database_url=store.url)
+        self.clock = clock
+        self.ids: IdSource = ids or RandomIds()
+        self.disabled_checks = disabled_checks  # only the study's ablations set this
+        self._service_key: ServiceKey | None = None
+
+    # authorization ---------------------------------------------------------
+    @staticmethod
+    def grants(tx: Tx, caller: Principal, project_id: str) -> list[Grant]:
+        if caller.project_id not in (None, project_id):
+            return []
+        return tx.access.grants_of(caller.id, project_id)
+
+    def can(self, tx: Tx, caller: Principal, project_id: str, action: Action, path: str = "") -> bool:
+        if caller.is_service_admin:
+            return True
+        grants = self.grants(tx, caller, project_id)
+        if path:
+            return any(g.covers(action, path) for g in grants)
+        return any(g.allows(action) for g in grants)
+
+    def require(self, tx: Tx, caller: Principal, project_id: str, action: Action, path: str = "") -> None:
+        if not self.can(tx, caller, project_id, action, path):
+            where = f" on {path!r}" if path else ""
+            raise NotAuthorized(f"{caller.name} holds no live {action.value} grant{where}")
+
+    def sees_project(self, tx: Tx, caller: Principal, project_id: str) -> bool:
+        if caller.is_service_admin:
+            return tx.access.project(project_id) is not None
+        return caller.project_id == project_id and bool(self.grants(tx, caller, project_id))
+
+    def require_project(self, tx: Tx, caller: Principal, project_id: str) -> None:
+        check_id(project_id, "project id")
+        if not self.sees_project(tx, caller, project_id):
+            raise NotFound(f"project {project_id} not found")
+
+    def visible_task(self, tx: Tx, caller: Principal, task_id: str) -> Task:
+        """The task, if the caller may read it; else `task_not_found` (never a hint)."""
+        check_id(task_id, "task id")
+        task = tx.work.task(task_id)
+        if task is None or not self.may_read_task(tx, caller, task):
+            raise NotFound(f"task {task_id} not found", reason="task_not_found")
+        return task
+
+    def may_read_task(self, tx: Tx, caller: Principal, task: Task) -> bool:
+        return self.can(tx, caller, task.project_id, Action.READ)
+
+    # audit -----------------------------------------------------------------
+    @staticmethod
+    def audit(
+        tx: Tx,
+        project_id: str | None,
+        kind: str,
+        actor: Principal | None,
+        subject: str | None,
+        /,
+        **data: Any,
+    ) -> int:
+        event = tx.audit.append(project_id, kind, actor.id if actor else None, subject, data, tx.now)
+        return event.seq
+
+    # keys ------------------------------------------------------------------
+    def service_key(self, tx: Tx) -> ServiceKey:
+        if self._service_key is None:
+            text = tx.meta.get("service_key")
+            if text is None:
+                raise NotFound("the ledger is not initialized: run `studiolo init`")
+            self._service_key = ServiceKey.from_text(text)
+        return self._service_key

@@ -1,0 +1,333 @@
+"""Setting a project up: the ledger itself, projects, principals, tokens, grants, policies,
+checkers. Every change is one audited transaction."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound, Unauthenticated
+from studiolo.core.canonical import digest_bytes
+from studiolo.core.model import (
+    Action,
+    Checker,
+    Grant,
+    Policy,
+    Principal,
+    PrincipalKind,
+    Project,
+)
+from studiolo.core.paths import normalize_path
+from studiolo.keys import ServiceKey, parse_public_key
+from studiolo.service._base import Base, check_id, hash_token
+from studiolo.store import Tx
+
+__all__ = ["AdminOps", "Issued"]
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,49}$")
+
+
+@dataclass(frozen=True)
+class Issued:
+    """A principal and its bearer token: the token is shown once, stored hashed."""
+
+    principal: Principal
+    token: str
+
+
+def _name(value: object, what: str = "name") -> str:
+    if not isinstance(value, str) or not _NAME_RE.match(value):
+        raise InvalidRequest(f"invalid {what} {str(value)[:60]!r}: letters, digits, . _ - (≤100)")
+    return value
+
+
+def _scope(patterns: Iterable[str]) -> tuple[str, ...]:
+    out = []
+    for pat in patterns:
+        if pat in ("**", "*"):
+            out.append(pat)
+            continue
+        out.append(normalize_path(pat))
+    if not out:
+        raise InvalidRequest("a scope needs at least one path pattern")
+    return tuple(out)
+
+
+class AdminOps(Base):
+    # the ledger ------------------------------------------------------------
+    def initialize(self, admin_name: str = "admin") -> Issued | None:
+        """Create the schema, the service key and the first service admin (once)."""
+        self.store.create_schema()
+
+        def run(tx: Tx) -> Issued | None:
+            if tx.meta.get("service_key") is not None:
+                return None
+            tx.meta.set("service_key", ServiceKey.generate().to_text())
+            tx.meta.set("incarnation", self.ids.new("inc"))
+            issued = self._issue(tx, None, _name(admin_name), PrincipalKind.ADMIN, None)
+            self.audit(tx, None, "ledger.initialized", issued.principal, issued.principal.id)
+            return issued
+
+        return self.store.write(run)
+
+    def authenticate(self, token: str | None) -> Principal:
+        if not token:
+            raise Unauthenticated("a bearer token is required")
+        found = self.store.read(lambda tx: tx.access.principal_by_token_hash(hash_token(token)))
+        if found is None:
+            raise Unauthenticated("unknown or revoked token")
+        return found
+
+    def jwks(self) -> dict[str, Any]:
+        key = self.store.read(self.service_key)
+        return {"keys": [key.jwk()]}
+
+    # projects and principals -----------------------------------------------
+    def create_project(self, caller: Principal, name: str) -> Project:
+        if not caller.is_service_admin:
+            raise NotAuthorized("only a service administrator creates projects")
+
+        def run(tx: Tx) -> Project:
+            if tx.access.project_by_name(_name(name, "project name")) is not None:
+                raise Conflict(f"project {name!r} exists", reason="conflict")
+            project = Project(self.ids.new("prj"), name, tx.now)
+            tx.access.add_project(project)
+            self.audit(tx, project.id, "project.created", caller, project.id, name=name)
+            return project
+
+        return self.store.write(run)
+
+    def add_principal(
+        self,
+        caller: Principal,
+        project_id: str,
+        name: str,
+        kind: str,
+        public_key: str | None = None,
+    ) -> Issued:
+        try:
+            pkind = PrincipalKind(kind)
+        except ValueError as exc:
+            raise InvalidRequest(f"unknown principal kind {kind!r}") from exc
+        key = parse_public_key(public_key) if public_key else None
+
+        def run(tx: Tx) -> Issued:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            issued = self._issue(tx, project_id, _name(name), pkind, key)
+            self.audit(tx, project_id, "principal.added", caller, issued.principal.id, name=name, kind=kind)
+            return issued
+
+        return self.store.write(run)
+
+    def principals(self, caller: Principal, project_id: str) -> list[Principal]:
+        def run(tx: Tx) -> list[Principal]:
+            self.require_project(tx, caller, project_id)
+            return tx.access.principals(project_id)
+
+        return self.store.read(run)
+
+    def rotate_token(self, caller: Principal, principal_id: str) -> Issued:
+        """Revoke every token of a principal and issue a new one (self, or an admin)."""
+
+        def run(tx: Tx) -> Issued:
+            target = self._principal_for_admin(tx, caller, principal_id, allow_self=True)
+            tx.access.revoke_tokens(target.id, tx.now)
+            token = self.ids.token()
+            tx.access.add_token(self.ids.new("tok"), target.id, hash_token(token), tx.now)
+            self.audit(tx, target.project_id, "token.rotated", caller, target.id)
+            return Issued(target, token)
+
+        return self.store.write(run)
+
+    def revoke_tokens(self, caller: Principal, principal_id: str) -> int:
+        def run(tx: Tx) -> int:
+            target = self._principal_for_admin(tx, caller, principal_id, allow_self=True)
+            n = tx.access.revoke_tokens(target.id, tx.now)
+            self.audit(tx, target.project_id, "token.revoked", caller, target.id, count=n)
+            return n
+
+        return self.store.write(run)
+
+    def set_public_key(self, caller: Principal, principal_id: str, public_key: str) -> Principal:
+        key = parse_public_key(public_key)
+
+        def run(tx: Tx) -> Principal:
+            target = self._principal_for_admin(tx, caller, principal_id, allow_self=False)
+            tx.access.set_public_key(target.id, key)
+            self.audit(tx, target.project_id, "principal.key_set", caller, target.id, key=key)
+            return Principal(target.id, target.project_id, target.name, target.kind, key)
+
+        return self.store.write(run)
+
+    def _issue(
+        self, tx: Tx, project_id: str | None, name: str, kind: PrincipalKind, key: str | None
+    ) -> Issued:
+        principal = Principal(self.ids.new("prn"), project_id, name, kind, key)
+        existing = [p for p in (tx.access.principals(project_id) if project_id else [])]
+        if any(p.name == name for p in existing):
+            raise Conflict(f"principal {name!r} exists in this project")
+        tx.access.add_principal(principal, tx.now)
+        token = self.ids.token()
+        tx.access.add_token(self.ids.new("tok"), principal.id, hash_token(token), tx.now)
+        return Issued(principal, token)
+
+    def _principal_for_admin(
+        self, tx: Tx, caller: Principal, principal_id: str, *, allow_self: bool
+    ) -> Principal:
+        target = tx.access.principal(check_id(principal_id, "principal id"))
+        if target is None:
+            raise NotFound(f"principal {principal_id} not found")
+        if allow_self and target.id == caller.id:
+            return target
+        if target.project_id is None or not self.sees_project(tx, caller, target.project_id):
+            if not caller.is_service_admin:
+                raise NotFound(f"principal {principal_id} not found")
+            return target
+        self.require(tx, caller, target.project_id, Action.ADMIN)
+        return target
+
+    # grants ------------------------------------------------------------------
+    def grant(
+        self,
+        caller: Principal,
+        project_id: str,
+        principal_id: str,
+        actions: Iterable[str],
+        scope: Iterable[str] = ("**",),
+    ) -> Grant:
+        try:
+            acts = frozenset(Action(a) for a in actions)
+        except ValueError as exc:
+            raise InvalidRequest(f"unknown action in {list(actions)!r}") from exc
+        if not acts:
+            raise InvalidRequest("a grant needs at least one action")
+        patterns = _scope(scope)
+
+        def run(tx: Tx) -> Grant:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            target = tx.access.principal(check_id(principal_id, "principal id"))
+            if target is None or target.project_id != project_id:
+                raise NotFound(f"principal {principal_id} not found in this project")
+            g = Grant(self.ids.new("grt"), project_id, target.id, acts, patterns, tx.now)
+            tx.access.add_grant(g)
+            self.audit(
+                tx,
+                project_id,
+                "grant.created",
+                caller,
+                g.id,
+                principal=target.id,
+                actions=sorted(a.value for a in acts),
+                scope=list(patterns),
+            )
+            return g
+
+        return self.store.write(run)
+
+    def revoke_grant(self, caller: Principal, grant_id: str) -> Grant:
+        """Revocation is a serialized state change: it orders against every completion."""
+
+        def run(tx: Tx) -> Grant:
+            g = tx.access.grant(check_id(grant_id, "grant id"))
+            if g is None or not self.sees_project(tx, caller, g.project_id):
+                raise NotFound(f"grant {grant_id} not found")
+            self.require(tx, caller, g.project_id, Action.ADMIN)
+            if g.revoked_at is None:
+                tx.access.revoke_grant(g.id, tx.now)
+                self.audit(tx, g.project_id, "grant.revoked", caller, g.id, principal=g.principal_id)
+            return tx.access.grant(g.id) or g
+
+        return self.store.write(run)
+
+    def list_grants(self, caller: Principal, project_id: str) -> list[Grant]:
+        def run(tx: Tx) -> list[Grant]:
+            self.require_project(tx, caller, project_id)
+            if self.can(tx, caller, project_id, Action.ADMIN):
+                return tx.access.grants(project_id)
+            return tx.access.grants_of(caller.id, project_id, live_only=False)
+
+        return self.store.read(run)
+
+    # policies and checkers ---------------------------------------------------
+    def publish_policy(self, caller: Principal, project_id: str, text: str) -> Policy:
+        """Publish a new default handbook. Tasks pinned to older versions keep theirs."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidRequest("a policy needs text")
+
+        def run(tx: Tx) -> Policy:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            latest = tx.access.latest_policy(project_id)
+            version = (latest.version if latest else 0) + 1
+            p = Policy(project_id, version, text, digest_bytes(text.encode()), tx.now)
+            tx.access.add_policy(p)
+            self.audit(tx, project_id, "policy.published", caller, str(version), digest=p.digest)
+            return p
+
+        return self.store.write(run)
+
+    def policies(self, caller: Principal, project_id: str) -> list[Policy]:
+        def run(tx: Tx) -> list[Policy]:
+            self.require_project(tx, caller, project_id)
+            return tx.access.policies(project_id)
+
+        return self.store.read(run)
+
+    def register_checker(
+        self,
+        caller: Principal,
+        project_id: str,
+        name: str,
+        version: str,
+        kind: str,
+        config: Mapping[str, Any] | None = None,
+        verifiers: Iterable[str] = (),
+    ) -> Checker:
+        """Admit a checker version and the verifier principals that may report for it."""
+        if not isinstance(version, str) or not _VERSION_RE.match(version):
+            raise InvalidRequest(f"invalid checker version {version!r}")
+        cfg = dict(config or {})
+
+        def run(tx: Tx) -> Checker:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            admitted = frozenset(self._verifier(tx, project_id, v) for v in verifiers)
+            c = Checker(project_id, _name(name, "checker name"), version, _name(kind, "kind"), cfg, admitted)
+            exists = tx.access.checker(project_id, c.name, c.version) is not None
+            tx.access.put_checker(c, tx.now, replace=exists)
+            self.audit(
+                tx,
+                project_id,
+                "checker.admitted",
+                caller,
+                c.ref,
+                kind=kind,
+                verifiers=sorted(admitted),
+            )
+            return c
+
+        return self.store.write(run)
+
+    def checkers(self, caller: Principal, project_id: str) -> list[Checker]:
+        def run(tx: Tx) -> list[Checker]:
+            self.require_project(tx, caller, project_id)
+            return tx.access.checkers(project_id)
+
+        return self.store.read(run)
+
+    @staticmethod
+    def _verifier(tx: Tx, project_id: str, principal_id: str) -> str:
+        p = tx.access.principal(check_id(principal_id, "principal id"))
+        if p is None or p.project_id != project_id:
+            raise NotFound(f"verifier {principal_id} not found in this project")
+        if p.kind is not PrincipalKind.VERIFIER or not p.public_key:
+            raise InvalidRequest(
+                f"{p.name} is not a verifier with a registered public key",
+                reason="verifier_not_admitted",
+            )
+        return p.id

@@ -1,0 +1,226 @@
+"""The completion transaction: gather facts, evaluate the predicate, publish, record — one
+serializable write transaction. A rejection writes only its audit event."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from studiolo._exceptions import CompletionRejected, Conflict, InvalidRequest
+from studiolo.core.model import (
+    AttemptStatus,
+    Completion,
+    Principal,
+    Task,
+    TaskStatus,
+)
+from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
+from studiolo.core.reasons import Reason
+from studiolo.keys import verify
+from studiolo.service._base import Base, check_id
+from studiolo.store import Tx
+from studiolo.store.evidence import receipt_body
+
+__all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
+
+_MAX_EVIDENCE = 100
+
+
+@dataclass(frozen=True)
+class CompletionOutcome:
+    completion: Completion
+    replay: bool  # True: an identical request id seen before; nothing was written
+
+
+@dataclass(frozen=True)
+class _Rejected:
+    verdict: Verdict
+
+
+def make_request(
+    *,
+    request_id: str,
+    task_id: str,
+    attempt_id: str,
+    fence: int,
+    contract_hash: str,
+    candidate_id: str,
+    evidence: Iterable[str],
+) -> CompletionRequest:
+    """Validate the shape of a completion request (its truth is the predicate's business)."""
+    if not isinstance(request_id, str) or not 1 <= len(request_id) <= 200:
+        raise InvalidRequest("request_id is a string of 1 to 200 characters")
+    if not request_id.isprintable():
+        raise InvalidRequest("request_id must be printable")
+    if not isinstance(fence, int) or isinstance(fence, bool) or fence < 0:
+        raise InvalidRequest("fence is a non-negative integer")
+    if not isinstance(contract_hash, str) or len(contract_hash) > 100:
+        raise InvalidRequest("contract_hash is a sha256 digest")
+    ev = tuple(evidence)
+    if len(ev) > _MAX_EVIDENCE:
+        raise InvalidRequest(f"at most {_MAX_EVIDENCE} receipts may be cited")
+    return CompletionRequest(
+        request_id=request_id,
+        task_id=check_id(task_id, "task id"),
+        attempt_id=check_id(attempt_id, "attempt id"),
+        fence=fence,
+        contract_hash=contract_hash,
+        candidate_id=check_id(candidate_id, "candidate id"),
+        evidence=tuple(check_id(e, "receipt id") for e in ev),
+    )
+
+
+class CompletionOps(Base):
+    def complete(self, caller: Principal, request: CompletionRequest) -> CompletionOutcome:
+        outcome = self.store.write(lambda tx: self._complete(tx, caller, request))
+        if isinstance(outcome, _Rejected):
+            raise CompletionRejected([r.value for r in outcome.verdict.failed])
+        return outcome
+
+    def _complete(self, tx: Tx, caller: Principal, q: CompletionRequest) -> CompletionOutcome | _Rejected:
+        task = tx.work.task(q.task_id)
+        visible = task if task and self.may_read_task(tx, caller, task) else None
+        if visible is not None:
+            prior = tx.work.completion_by_request(visible.project_id, q.request_id)
+            if prior is not None:
+                return self._replay(caller, q, prior)
+        facts = self._facts(tx, caller, q, visible)
+        verdict = evaluate(q, facts, self.disabled_checks)
+        if not verdict.accepted:
+            self.audit(
+                tx,
+                visible.project_id if visible else None,
+                "completion.rejected",
+                caller,
+                q.task_id,
+                request_id=q.request_id,
+                attempt=q.attempt_id,
+                candidate=q.candidate_id,
+                failed=[r.value for r in verdict.failed],
+            )
+            return _Rejected(verdict)
+        assert visible is not None
+        return CompletionOutcome(self._publish(tx, caller, q, visible), replay=False)
+
+    @staticmethod
+    def _replay(caller: Principal, q: CompletionRequest, prior: Completion) -> CompletionOutcome:
+        same = prior.request_digest == q.digest() and prior.principal_id == caller.id
+        if not same:
+            raise Conflict(
+                f"request id {q.request_id!r} was used for a different request",
+                reason="request_id_conflict",
+            )
+        return CompletionOutcome(prior, replay=True)
+
+    def _facts(self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task | None) -> CompletionFacts:
+        if task is None:
+            return CompletionFacts(
+                caller, None, None, None, (), {}, {}, {}, {}, frozenset(), tx.now, tx.incarnation
+            )
+        attempt = tx.work.attempt(q.attempt_id)
+        if attempt is not None and attempt.task_id != task.id:
+            attempt = None
+        found = tx.content.candidate(q.candidate_id)
+        cand = found[1] if found and found[0] == task.project_id else None
+        paths = set(cand.file_deps) | set(cand.bases) if cand else set()
+        prefixes = set(cand.collection_deps) if cand else set()
+        receipts = {
+            rid: r for rid, r in tx.evidence.receipts(q.evidence).items() if r.project_id == task.project_id
+        }
+        refs = {c.checker for c in task.contract.criteria}
+        checkers = {c.ref: c for c in tx.access.checkers(task.project_id, refs)}
+        return CompletionFacts(
+            caller=caller,
+            task=task,
+            attempt=attempt,
+            candidate=cand,
+            grants=tuple(self.grants(tx, caller, task.project_id)),
+            artifact_revisions=tx.content.revisions(task.project_id, paths),
+            collection_revisions=tx.content.collection_revisions(task.project_id, prefixes),
+            receipts=receipts,
+            checkers=checkers,
+            bad_signatures=self._bad_signatures(tx, receipts.values()),
+            now=tx.now,
+            incarnation=tx.incarnation,
+        )
+
+    @staticmethod
+    def _bad_signatures(tx: Tx, receipts: Iterable[Any]) -> frozenset[str]:
+        bad = set()
+        for r in receipts:
+            issuer = tx.access.principal(r.issuer_id)
+            key = issuer.public_key if issuer else None
+            if not key or not verify(key, receipt_body(r), r.signature):
+                bad.add(r.id)
+        return frozenset(bad)
+
+    def _publish(self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task) -> Completion:
+        found = tx.content.candidate(q.candidate_id)
+        attempt = tx.work.attempt(q.attempt_id)
+        assert found is not None and attempt is not None
+        cand = found[1]
+        completion_id = self.ids.new("cmp")
+        revisions = {
+            path: tx.content.write_artifact(task.project_id, path, digest, tx.now, caller.id, completion_id)
+            for path, digest in sorted(cand.files.items())
+        }
+        commit_version = tx.audit.last()[0] + 1
+        body: dict[str, Any] = {
+            "type": "studiolo.completion/v1",
+            "completion_id": completion_id,
+            "project_id": task.project_id,
+            "task_id": task.id,
+            "attempt_id": attempt.id,
+            "fence": attempt.fence,
+            "principal": caller.id,
+            "contract_hash": task.contract_hash,
+            "candidate_id": cand.id,
+            "candidate_digest": cand.digest,
+            "dependency_digest": cand.dependency_digest,
+            "evidence": sorted(set(q.evidence)),
+            "revisions": revisions,
+            "request_id": q.request_id,
+            "commit_version": commit_version,
+            "committed_at_ms": int(tx.now * 1000),
+            "kid": self.service_key(tx).kid,
+        }
+        completion = Completion(
+            completion_id,
+            task.id,
+            attempt.id,
+            cand.id,
+            q.request_id,
+            q.digest(),
+            caller.id,
+            commit_version,
+            body,
+            self.service_key(tx).sign(body),
+            tx.now,
+            revisions,
+        )
+        tx.work.add_completion(task.project_id, completion)
+        tx.work.update_attempt(attempt.id, status=AttemptStatus.COMPLETED)
+        tx.work.update_task(task.id, status=TaskStatus.COMPLETED, completed_at=tx.now)
+        seq = self.audit(
+            tx,
+            task.project_id,
+            "completion.accepted",
+            caller,
+            task.id,
+            completion=completion_id,
+            request_id=q.request_id,
+            request_digest=q.digest(),
+            attempt=attempt.id,
+            fence=attempt.fence,
+            candidate=cand.id,
+            evidence=sorted(set(q.evidence)),
+            revisions=revisions,
+            signature=completion.signature,
+        )
+        assert seq == commit_version
+        return completion
+
+
+def rejection_reasons(exc: CompletionRejected) -> list[Reason]:
+    return [Reason(r) for r in exc.failed]

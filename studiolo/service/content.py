@@ -1,0 +1,302 @@
+"""Blobs, artifacts (reads and direct edits), candidates and observations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from studiolo._exceptions import Conflict, InvalidRequest, NotFound, PayloadTooLarge
+from studiolo.core.canonical import digest_bytes, digest_json, is_digest
+from studiolo.core.model import Action, Artifact, AttemptStatus, Candidate, Observation, Principal
+from studiolo.core.paths import normalize_path, normalize_prefix
+from studiolo.service._base import Base, check_id
+from studiolo.store import Tx
+
+__all__ = ["ArtifactContent", "CandidateDraft", "ContentOps"]
+
+
+@dataclass(frozen=True)
+class ArtifactContent:
+    artifact: Artifact
+    data: bytes | None  # None for a tombstone
+
+
+@dataclass(frozen=True)
+class CandidateDraft:
+    """What a worker declares; the server normalizes it and derives the write set."""
+
+    files: Mapping[str, str | None]
+    bases: Mapping[str, int]
+    file_deps: Mapping[str, int]
+    collection_deps: Mapping[str, int]
+
+
+def _revision(value: object, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidRequest(f"{what} must be a non-negative integer revision")
+    return value
+
+
+def _normalized_map(raw: Mapping[str, int], what: str, prefix: bool = False) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, rev in raw.items():
+        norm = normalize_prefix(key) if prefix else normalize_path(key)
+        if norm in out and out[norm] != rev:
+            raise InvalidRequest(f"{what}: two spellings of {norm!r} declare different revisions")
+        out[norm] = _revision(rev, f"{what} {norm!r}")
+    return out
+
+
+class ContentOps(Base):
+    # blobs -----------------------------------------------------------------
+    def put_blob(self, caller: Principal, data: bytes) -> str:
+        if len(data) > self.settings.max_blob_bytes:
+            raise PayloadTooLarge(f"blob exceeds {self.settings.max_blob_bytes} bytes")
+        digest = digest_bytes(data)
+        self.store.write(lambda tx: tx.content.put_blob(digest, data, tx.now))
+        return digest
+
+    def get_blob(self, caller: Principal, digest: str) -> bytes:
+        if not is_digest(digest):
+            raise InvalidRequest(f"malformed digest {digest[:80]!r}")
+        data = self.store.read(lambda tx: tx.content.blob(digest))
+        if data is None:
+            raise NotFound(f"blob {digest} not found", reason="blob_missing")
+        return data
+
+    def collect_garbage(self, caller: Principal, older_than: float = 3600.0) -> int:
+        """Delete staged blobs that no artifact revision or candidate references."""
+        if not caller.is_service_admin:
+            raise NotFound("not found")
+
+        def run(tx: Tx) -> int:
+            refs = tx.content.referenced_digests()
+            stale = [
+                d for d, at in tx.content.all_blob_digests() if d not in refs and at < tx.now - older_than
+            ]
+            n = tx.content.delete_blobs(stale)
+            self.audit(tx, None, "blobs.collected", caller, None, count=n)
+            return n
+
+        return self.store.write(run)
+
+    # artifacts -------------------------------------------------------------
+    def read_artifact(
+        self, caller: Principal, project_id: str, path: str, revision: int | None = None
+    ) -> ArtifactContent:
+        norm = normalize_path(path)
+
+        def run(tx: Tx) -> ArtifactContent:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.READ, norm)
+            art = tx.content.artifact(project_id, norm)
+            if art is None:
+                raise NotFound(f"artifact {norm} not found")
+            if revision is not None and revision != art.revision:
+                old = [h for h in tx.content.history(project_id, norm) if h["revision"] == revision]
+                if not old:
+                    raise NotFound(f"artifact {norm} has no revision {revision}")
+                art = Artifact(project_id, norm, revision, old[0]["digest"], old[0]["changed_at"])
+            data = tx.content.blob(art.digest) if art.digest else None
+            return ArtifactContent(art, data)
+
+        return self.store.read(run)
+
+    def list_artifacts(self, caller: Principal, project_id: str, prefix: str = "") -> list[Artifact]:
+        norm = normalize_prefix(prefix)
+
+        def run(tx: Tx) -> list[Artifact]:
+            self.require_project(tx, caller, project_id)
+            arts = tx.content.artifacts(project_id, norm)
+            return [a for a in arts if self.can(tx, caller, project_id, Action.READ, a.path)]
+
+        return self.store.read(run)
+
+    def read_revision(self, caller: Principal, project_id: str, path: str) -> int:
+        """The current revision of a path: 0 if it never existed (a tombstone has one)."""
+        norm = normalize_path(path)
+
+        def run(tx: Tx) -> int:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.READ, norm)
+            return tx.content.revisions(project_id, [norm])[norm]
+
+        return self.store.read(run)
+
+    def collection_revision(self, caller: Principal, project_id: str, prefix: str) -> int:
+        norm = normalize_prefix(prefix)
+
+        def run(tx: Tx) -> int:
+            self.require_project(tx, caller, project_id)
+            return tx.content.collection_revisions(project_id, [norm])[norm]
+
+        return self.store.read(run)
+
+    def artifact_history(self, caller: Principal, project_id: str, path: str) -> list[dict[str, object]]:
+        norm = normalize_path(path)
+
+        def run(tx: Tx) -> list[dict[str, object]]:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.READ, norm)
+            return list(tx.content.history(project_id, norm))
+
+        return self.store.read(run)
+
+    def edit_artifact(
+        self,
+        caller: Principal,
+        project_id: str,
+        path: str,
+        digest: str | None,
+        base_revision: int,
+    ) -> Artifact:
+        """A direct edit by another writer: compare-and-swap on the path's revision."""
+        norm = normalize_path(path)
+        base = _revision(base_revision, "base_revision")
+        if digest is not None and not is_digest(digest):
+            raise InvalidRequest(f"malformed digest {str(digest)[:80]!r}")
+
+        def run(tx: Tx) -> Artifact:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.WRITE, norm)
+            current = tx.content.revisions(project_id, [norm])[norm]
+            if current != base:
+                raise Conflict(f"{norm} is at revision {current}, not {base}", reason="revision_conflict")
+            if digest is not None and not tx.content.has_blob(digest):
+                raise InvalidRequest(f"blob {digest} was not uploaded", reason="blob_missing")
+            rev = tx.content.write_artifact(project_id, norm, digest, tx.now, caller.id, "edit")
+            self.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
+            art = tx.content.artifact(project_id, norm)
+            assert art is not None
+            return art
+
+        return self.store.write(run)
+
+    # candidates ------------------------------------------------------------
+    def submit_candidate(self, caller: Principal, attempt_id: str, draft: CandidateDraft) -> Candidate:
+        files = self._files(draft.files)
+        bases = _normalized_map(draft.bases, "bases")
+        if set(bases) != set(files):
+            missing = sorted(set(files) ^ set(bases))
+            raise InvalidRequest(f"declare a base revision for exactly the targets: {missing}")
+        file_deps = _normalized_map(draft.file_deps, "file dependencies")
+        dir_deps = _normalized_map(draft.collection_deps, "collection dependencies", prefix=True)
+        digest = digest_json({"files": files})
+        dep_digest = digest_json({"bases": bases, "files": file_deps, "collections": dir_deps})
+
+        def run(tx: Tx) -> Candidate:
+            attempt = tx.work.attempt(check_id(attempt_id, "attempt id"))
+            task = tx.work.task(attempt.task_id) if attempt else None
+            if attempt is None or task is None or not self.may_read_task(tx, caller, task):
+                raise NotFound(f"attempt {attempt_id} not found")
+            if attempt.principal_id != caller.id:
+                raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
+            if attempt.status is not AttemptStatus.ACTIVE or task.current_attempt_id != attempt.id:
+                raise Conflict("the attempt is no longer current", reason="attempt_not_active")
+            missing = tx.content.missing_blobs(d for d in files.values() if d)
+            if missing:
+                raise InvalidRequest(f"blobs not uploaded: {missing[:5]}", reason="blob_missing")
+            cand = Candidate(
+                self.ids.new("cnd"),
+                task.id,
+                attempt.id,
+                files,
+                bases,
+                file_deps,
+                dir_deps,
+                digest,
+                dep_digest,
+                tx.now,
+            )
+            tx.content.add_candidate(task.project_id, cand)
+            self.audit(
+                tx,
+                task.project_id,
+                "candidate.submitted",
+                caller,
+                cand.id,
+                task=task.id,
+                attempt=attempt.id,
+                digest=digest,
+                dependency_digest=dep_digest,
+                write_set=sorted(files),
+            )
+            return cand
+
+        return self.store.write(run)
+
+    def _files(self, raw: Mapping[str, str | None]) -> dict[str, str | None]:
+        if not isinstance(raw, Mapping) or not raw:
+            raise InvalidRequest("a candidate changes at least one file")
+        if len(raw) > self.settings.max_files_per_candidate:
+            raise PayloadTooLarge(f"more than {self.settings.max_files_per_candidate} files")
+        out: dict[str, str | None] = {}
+        for path, digest in raw.items():
+            norm = normalize_path(path)
+            if digest is not None and not is_digest(digest):
+                raise InvalidRequest(f"malformed digest for {norm!r}")
+            if norm in out and out[norm] != digest:
+                raise InvalidRequest(f"two spellings of {norm!r} map to different content")
+            out[norm] = digest
+        return out
+
+    def candidate(self, caller: Principal, candidate_id: str) -> Candidate:
+        def run(tx: Tx) -> Candidate:
+            found = tx.content.candidate(check_id(candidate_id, "candidate id"))
+            task = tx.work.task(found[1].task_id) if found else None
+            if found is None or task is None or not self.may_read_task(tx, caller, task):
+                raise NotFound(f"candidate {candidate_id} not found")
+            return found[1]
+
+        return self.store.read(run)
+
+    # observations ----------------------------------------------------------
+    def observe(
+        self,
+        caller: Principal,
+        project_id: str,
+        target: str,
+        kind: str,
+        revision: int | None = None,
+        digest: str | None = None,
+    ) -> Observation:
+        """Record a historical fact (deployed, healthy, ...). It never implies it still holds."""
+        norm = normalize_path(target)
+        if not isinstance(kind, str) or not kind or len(kind) > 50:
+            raise InvalidRequest("an observation needs a kind of at most 50 characters")
+        if revision is not None:
+            _revision(revision, "revision")
+        if digest is not None and not is_digest(digest):
+            raise InvalidRequest("malformed digest")
+
+        def run(tx: Tx) -> Observation:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.OBSERVE)
+            obs = Observation(
+                self.ids.new("obs"), project_id, norm, revision, digest, kind, tx.now, caller.id
+            )
+            tx.content.add_observation(obs)
+            self.audit(
+                tx,
+                project_id,
+                "observation.recorded",
+                caller,
+                norm,
+                kind=kind,
+                revision=revision,
+                digest=digest,
+            )
+            return obs
+
+        return self.store.write(run)
+
+    def observations(
+        self, caller: Principal, project_id: str, target: str | None = None
+    ) -> list[Observation]:
+        norm = normalize_path(target) if target else None
+
+        def run(tx: Tx) -> list[Observation]:
+            self.require_project(tx, caller, project_id)
+            return tx.content.observations(project_id, norm)
+
+        return self.store.read(run)

@@ -1,0 +1,265 @@
+"""Read models: a task with its strongest established fact, handoffs, events, the audit
+chain check, and the orientation an agent reads first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from studiolo._exceptions import Conflict, InvalidRequest, NotFound
+from studiolo.core.facts import Fact, TaskEvidence, strongest_fact
+from studiolo.core.model import (
+    Action,
+    Attempt,
+    AttemptStatus,
+    Candidate,
+    Completion,
+    Event,
+    Grant,
+    Handoff,
+    Policy,
+    Principal,
+    Receipt,
+    ReceiptResult,
+    Task,
+    TaskStatus,
+)
+from studiolo.core.paths import normalize_path
+from studiolo.service._base import Base, check_id
+from studiolo.store import Tx
+from studiolo.store.audit import GENESIS, event_body, event_hash
+
+__all__ = ["AuditReport", "HandoffView", "Orientation", "TaskView", "ViewOps"]
+
+
+@dataclass(frozen=True)
+class TaskView:
+    task: Task
+    fact: Fact
+    still_current: bool | None  # for accepted tasks: are its revisions still current?
+    attempts: tuple[Attempt, ...]
+    candidates: tuple[Candidate, ...]
+    receipts: tuple[Receipt, ...]
+    completion: Completion | None
+    rejections: tuple[Event, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class HandoffView:
+    handoff: Handoff
+    contract_current: bool
+    artifacts: Mapping[str, Mapping[str, Any]]  # path → {revision, current_revision, current}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    ok: bool
+    events: int
+    head: str
+    first_bad_seq: int | None = None
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class Orientation:
+    principal: Principal
+    project_id: str
+    policy: Policy | None
+    grants: tuple[Grant, ...]
+    open_tasks: tuple[Task, ...]
+    my_attempts: tuple[Attempt, ...]
+
+
+class ViewOps(Base):
+    def task_view(self, caller: Principal, task_id: str) -> TaskView:
+        return self.store.read(lambda tx: self._view(tx, self.visible_task(tx, caller, task_id)))
+
+    def list_tasks(
+        self,
+        caller: Principal,
+        project_id: str,
+        status: str | None = None,
+        limit: int = 200,
+        offset: int = 0,
+    ) -> list[Task]:
+        try:
+            wanted = TaskStatus(status) if status else None
+        except ValueError as exc:
+            raise InvalidRequest(f"unknown status {status!r}") from exc
+        if not 1 <= limit <= 1000 or offset < 0:
+            raise InvalidRequest("limit is 1..1000 and offset ≥ 0")
+
+        def run(tx: Tx) -> list[Task]:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.READ)
+            return tx.work.tasks(project_id, wanted, limit, offset)
+
+        return self.store.read(run)
+
+    def _view(self, tx: Tx, task: Task) -> TaskView:
+        attempts = tuple(tx.work.attempts(task.id))
+        candidates = tuple(tx.content.candidates_of_task(task.id))
+        receipts = tuple(r for c in candidates for r in tx.evidence.receipts_of_candidate(c.id))
+        completion = tx.work.completion_of_task(task.id)
+        current = [c for c in candidates if c.attempt_id == task.current_attempt_id]
+        live = any(
+            a.id == task.current_attempt_id
+            and a.status is AttemptStatus.ACTIVE
+            and a.incarnation == tx.incarnation
+            and tx.now < a.lease_deadline
+            for a in attempts
+        )
+        ev = TaskEvidence(
+            status=task.status,
+            has_live_attempt=live,
+            has_candidate=bool(current),
+            verified=any(_verified(task, c, receipts) for c in current),
+            requires_deployment=task.contract.requires_deployment,
+            deployed=self._deployed(tx, task, completion),
+        )
+        still = None
+        if completion is not None:
+            now_revs = tx.content.revisions(task.project_id, completion.revisions)
+            still = all(now_revs[p] == r for p, r in completion.revisions.items())
+        rejections = tuple(
+            e
+            for e in tx.audit.events(task.project_id, subject=task.id, limit=10_000)
+            if e.kind == "completion.rejected"
+        )
+        return TaskView(
+            task, strongest_fact(ev), still, attempts, candidates, receipts, completion, rejections
+        )
+
+    @staticmethod
+    def _deployed(tx: Tx, task: Task, completion: Completion | None) -> bool:
+        if completion is None or not completion.revisions:
+            return False
+        for path, rev in completion.revisions.items():
+            obs = tx.content.observations(task.project_id, path)
+            if not any(o.kind == "deployed" and o.revision == rev for o in obs):
+                return False
+        return True
+
+    # handoffs --------------------------------------------------------------
+    def handoff(
+        self,
+        caller: Principal,
+        attempt_id: str,
+        *,
+        artifacts: Mapping[str, int],
+        obligations: Iterable[str] = (),
+        notes: str = "",
+    ) -> Handoff:
+        """Leave references to authority for a successor (not a copy of the conversation)."""
+        arts = {normalize_path(p): int(r) for p, r in artifacts.items()}
+        obl = tuple(str(o) for o in obligations)
+        if len(notes) > 100_000 or len(obl) > 200:
+            raise InvalidRequest("handoff notes ≤ 100,000 characters and ≤ 200 obligations")
+
+        def run(tx: Tx) -> Handoff:
+            attempt = tx.work.attempt(check_id(attempt_id, "attempt id"))
+            task = tx.work.task(attempt.task_id) if attempt else None
+            if attempt is None or task is None or not self.may_read_task(tx, caller, task):
+                raise NotFound(f"attempt {attempt_id} not found")
+            if attempt.principal_id != caller.id:
+                raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
+            h = Handoff(
+                self.ids.new("hnd"),
+                task.id,
+                attempt.id,
+                caller.id,
+                task.contract_hash,
+                arts,
+                obl,
+                notes,
+                tx.now,
+            )
+            tx.work.add_handoff(h)
+            self.audit(tx, task.project_id, "handoff.left", caller, task.id, handoff=h.id)
+            return h
+
+        return self.store.write(run)
+
+    def handoff_view(self, caller: Principal, task_id: str) -> HandoffView:
+        def run(tx: Tx) -> HandoffView:
+            task = self.visible_task(tx, caller, task_id)
+            h = tx.work.latest_handoff(task.id)
+            if h is None:
+                raise NotFound(f"task {task_id} has no handoff")
+            now_revs = tx.content.revisions(task.project_id, h.artifacts)
+            arts = {
+                p: {"revision": r, "current_revision": now_revs[p], "current": now_revs[p] == r}
+                for p, r in h.artifacts.items()
+            }
+            return HandoffView(h, h.contract_hash == task.contract_hash, arts)
+
+        return self.store.read(run)
+
+    # events and audit ------------------------------------------------------
+    def events(self, caller: Principal, project_id: str, after: int = 0, limit: int = 200) -> list[Event]:
+        if not 1 <= limit <= 1000 or after < 0:
+            raise InvalidRequest("limit is 1..1000 and after ≥ 0")
+
+        def run(tx: Tx) -> list[Event]:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.READ)
+            return tx.audit.events(project_id, after, limit)
+
+        return self.store.read(run)
+
+    def verify_audit(self) -> AuditReport:
+        """Walk the whole chain: every hash recomputes and links to its predecessor."""
+
+        def run(tx: Tx) -> AuditReport:
+            prev, count = GENESIS, 0
+            for e in tx.audit.iter_all():
+                count += 1
+                if e.seq != count:
+                    return AuditReport(False, count, prev, e.seq, "sequence gap")
+                if e.prev_hash != prev:
+                    return AuditReport(False, count, prev, e.seq, "broken link")
+                if event_hash(prev, event_body(e)) != e.hash:
+                    return AuditReport(False, count, prev, e.seq, "event altered")
+                prev = e.hash
+            return AuditReport(True, count, prev)
+
+        return self.store.read(run)
+
+    def orient(self, caller: Principal, project_id: str) -> Orientation:
+        """What an agent reads first: the rules, its grants, the open work, its attempts."""
+
+        def run(tx: Tx) -> Orientation:
+            self.require_project(tx, caller, project_id)
+            tasks = tx.work.tasks(project_id, TaskStatus.OPEN, limit=100)
+            claimed = tx.work.tasks(project_id, TaskStatus.CLAIMED, limit=1000)
+            mine = tuple(
+                a
+                for t in claimed
+                if t.current_attempt_id
+                for a in [tx.work.attempt(t.current_attempt_id)]
+                if a is not None and a.principal_id == caller.id
+            )
+            return Orientation(
+                caller,
+                project_id,
+                tx.access.latest_policy(project_id),
+                tuple(self.grants(tx, caller, project_id)),
+                tuple(tasks),
+                mine,
+            )
+
+        return self.store.read(run)
+
+
+def _verified(task: Task, cand: Candidate, receipts: Iterable[Receipt]) -> bool:
+    passing = {
+        r.criterion
+        for r in receipts
+        if r.candidate_id == cand.id
+        and r.result is ReceiptResult.PASS
+        and r.contract_hash == task.contract_hash
+    }
+    failing = {r.criterion for r in receipts if r.candidate_id == cand.id and r.result is ReceiptResult.FAIL}
+    required = {c.id for c in task.contract.criteria}
+    return required <= passing and not (required & failing)

@@ -1,0 +1,303 @@
+"""Tasks and attempts: create, cancel, migrate, claim, heartbeat, release, reassign."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from studiolo._exceptions import Conflict, InvalidRequest, NotFound
+from studiolo.core.model import (
+    Action,
+    Attempt,
+    AttemptStatus,
+    Contract,
+    Criterion,
+    Principal,
+    Task,
+    TaskStatus,
+)
+from studiolo.service._base import Base, check_id
+from studiolo.service.admin import _scope
+from studiolo.store import Tx
+
+__all__ = ["WorkOps"]
+
+
+class WorkOps(Base):
+    def create_task(
+        self,
+        caller: Principal,
+        project_id: str,
+        title: str,
+        *,
+        criteria: Mapping[str, str],
+        scope: Iterable[str],
+        description: str = "",
+        policy_version: int | None = None,
+        requires_deployment: bool = False,
+        allow_evidence_reuse: bool = False,
+    ) -> Task:
+        """Create a task and pin its contract (the latest policy unless told otherwise)."""
+        if not isinstance(title, str) or not title.strip() or len(title) > 300:
+            raise InvalidRequest("a task needs a title of at most 300 characters")
+        if not isinstance(description, str) or len(description) > 100_000:
+            raise InvalidRequest("description must be text of at most 100,000 characters")
+        patterns = _scope(scope)
+
+        def run(tx: Tx) -> Task:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            task_id = self.ids.new("tsk")
+            contract = self._contract(tx, project_id, task_id, criteria, patterns, policy_version)
+            contract = Contract(
+                contract.task_id,
+                contract.criteria,
+                contract.scope,
+                contract.policy_version,
+                requires_deployment,
+                allow_evidence_reuse,
+            )
+            task = Task(
+                task_id,
+                project_id,
+                title,
+                description,
+                contract,
+                contract.hash,
+                TaskStatus.OPEN,
+                None,
+                0,
+                tx.now,
+            )
+            tx.work.add_task(task)
+            self.audit(
+                tx,
+                project_id,
+                "task.created",
+                caller,
+                task.id,
+                title=title,
+                contract_hash=task.contract_hash,
+                contract=contract.to_json(),
+            )
+            return task
+
+        return self.store.write(run)
+
+    def _contract(
+        self,
+        tx: Tx,
+        project_id: str,
+        task_id: str,
+        criteria: Mapping[str, str],
+        scope: tuple[str, ...],
+        policy_version: int | None,
+    ) -> Contract:
+        if not isinstance(criteria, Mapping) or not criteria:
+            raise InvalidRequest("a contract needs at least one criterion → checker name@version")
+        known = {c.ref for c in tx.access.checkers(project_id)}
+        crits = []
+        for cid, ref in sorted(criteria.items()):
+            if not isinstance(cid, str) or not cid or len(cid) > 100:
+                raise InvalidRequest(f"invalid criterion id {cid!r}")
+            if ref not in known:
+                raise InvalidRequest(f"checker {ref!r} is not admitted", reason="unknown_checker")
+            crits.append(Criterion(cid, ref))
+        if policy_version is None:
+            latest = tx.access.latest_policy(project_id)
+            if latest is None:
+                raise InvalidRequest("publish a policy before creating tasks")
+            policy_version = latest.version
+        elif tx.access.policy(project_id, policy_version) is None:
+            raise InvalidRequest(f"policy version {policy_version} does not exist")
+        return Contract(task_id, tuple(crits), scope, policy_version)
+
+    def cancel_task(self, caller: Principal, task_id: str, reason: str = "") -> Task:
+        def run(tx: Tx) -> Task:
+            task = self.visible_task(tx, caller, task_id)
+            self.require(tx, caller, task.project_id, Action.ADMIN)
+            if not task.active:
+                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+            self._end_current_attempt(tx, task, AttemptStatus.SUPERSEDED)
+            tx.work.update_task(task.id, status=TaskStatus.CANCELLED, current_attempt_id=None)
+            self.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason=reason)
+            return tx.work.task(task.id) or task
+
+        return self.store.write(run)
+
+    def migrate_task(
+        self,
+        caller: Principal,
+        task_id: str,
+        *,
+        criteria: Mapping[str, str] | None = None,
+        scope: Iterable[str] | None = None,
+        policy_version: int | None = None,
+    ) -> Task:
+        """Explicitly change a task's contract: a new hash, an audited transition."""
+
+        def run(tx: Tx) -> Task:
+            task = self.visible_task(tx, caller, task_id)
+            self.require(tx, caller, task.project_id, Action.ADMIN)
+            if not task.active:
+                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+            old = task.contract
+            crit = criteria if criteria is not None else {c.id: c.checker for c in old.criteria}
+            patterns = _scope(scope) if scope is not None else old.scope
+            version = policy_version if policy_version is not None else old.policy_version
+            new = self._contract(tx, task.project_id, task.id, crit, patterns, version)
+            new = Contract(
+                new.task_id,
+                new.criteria,
+                new.scope,
+                new.policy_version,
+                old.requires_deployment,
+                old.allow_evidence_reuse,
+            )
+            tx.work.update_task(task.id, contract=new, contract_hash=new.hash)
+            self.audit(
+                tx,
+                task.project_id,
+                "task.migrated",
+                caller,
+                task.id,
+                old_contract_hash=task.contract_hash,
+                contract_hash=new.hash,
+                contract=new.to_json(),
+            )
+            return tx.work.task(task.id) or task
+
+        return self.store.write(run)
+
+    # attempts --------------------------------------------------------------
+    def claim(self, caller: Principal, task_id: str, lease_seconds: float | None = None) -> Attempt:
+        lease = self._lease(lease_seconds)
+
+        def run(tx: Tx) -> Attempt:
+            task = self.visible_task(tx, caller, task_id)
+            self.require(tx, caller, task.project_id, Action.CLAIM)
+            if not task.active:
+                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+            current = tx.work.attempt(task.current_attempt_id) if task.current_attempt_id else None
+            if current is not None and self._live(tx, current):
+                raise Conflict("the task has a live attempt", reason="task_already_claimed")
+            return self._start_attempt(tx, task, caller, caller, lease, "attempt.claimed")
+
+        return self.store.write(run)
+
+    def reassign(
+        self, caller: Principal, task_id: str, principal_id: str, lease_seconds: float | None = None
+    ) -> Attempt:
+        """Replace the current attempt (live or not) with a new one for `principal_id`."""
+        lease = self._lease(lease_seconds)
+
+        def run(tx: Tx) -> Attempt:
+            task = self.visible_task(tx, caller, task_id)
+            self.require(tx, caller, task.project_id, Action.ADMIN)
+            if not task.active:
+                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+            target = tx.access.principal(check_id(principal_id, "principal id"))
+            if target is None or target.project_id != task.project_id:
+                raise NotFound(f"principal {principal_id} not found in this project")
+            return self._start_attempt(tx, task, target, caller, lease, "attempt.reassigned")
+
+        return self.store.write(run)
+
+    def heartbeat(self, caller: Principal, attempt_id: str, lease_seconds: float | None = None) -> Attempt:
+        lease = self._lease(lease_seconds)
+
+        def run(tx: Tx) -> Attempt:
+            attempt, task = self._own_attempt(tx, caller, attempt_id)
+            if not self._live(tx, attempt) or task.current_attempt_id != attempt.id:
+                raise Conflict("the attempt is no longer live", reason="attempt_not_active")
+            deadline = tx.now + lease
+            tx.work.update_attempt(attempt.id, lease_deadline=deadline)
+            self.audit(
+                tx,
+                task.project_id,
+                "attempt.heartbeat",
+                caller,
+                attempt.id,
+                lease_deadline=deadline,
+            )
+            return tx.work.attempt(attempt.id) or attempt
+
+        return self.store.write(run)
+
+    def release(self, caller: Principal, attempt_id: str) -> Attempt:
+        def run(tx: Tx) -> Attempt:
+            attempt, task = self._own_attempt(tx, caller, attempt_id)
+            if attempt.status is not AttemptStatus.ACTIVE or task.current_attempt_id != attempt.id:
+                raise Conflict("the attempt is not the task's current one", reason="attempt_not_active")
+            self._end_current_attempt(tx, task, AttemptStatus.RELEASED)
+            tx.work.update_task(task.id, status=TaskStatus.OPEN, current_attempt_id=None)
+            self.audit(tx, task.project_id, "attempt.released", caller, attempt.id, task=task.id)
+            return tx.work.attempt(attempt.id) or attempt
+
+        return self.store.write(run)
+
+    def attempt(self, caller: Principal, attempt_id: str) -> Attempt:
+        return self.store.read(lambda tx: self._readable_attempt(tx, caller, attempt_id)[0])
+
+    def _start_attempt(
+        self, tx: Tx, task: Task, owner: Principal, actor: Principal, lease: float, kind: str
+    ) -> Attempt:
+        self._end_current_attempt(tx, task, AttemptStatus.SUPERSEDED)
+        fence = task.fence + 1
+        attempt = Attempt(
+            self.ids.new("att"),
+            task.id,
+            owner.id,
+            fence,
+            tx.now + lease,
+            tx.incarnation,
+            AttemptStatus.ACTIVE,
+            tx.now,
+        )
+        tx.work.add_attempt(attempt)
+        tx.work.update_task(task.id, status=TaskStatus.CLAIMED, current_attempt_id=attempt.id, fence=fence)
+        self.audit(
+            tx,
+            task.project_id,
+            kind,
+            actor,
+            attempt.id,
+            task=task.id,
+            principal=owner.id,
+            fence=fence,
+            lease_deadline=attempt.lease_deadline,
+            superseded=task.current_attempt_id,
+        )
+        return attempt
+
+    @staticmethod
+    def _end_current_attempt(tx: Tx, task: Task, status: AttemptStatus) -> None:
+        if task.current_attempt_id:
+            tx.work.update_attempt(task.current_attempt_id, status=status)
+
+    @staticmethod
+    def _live(tx: Tx, a: Attempt) -> bool:
+        return (
+            a.status is AttemptStatus.ACTIVE and a.incarnation == tx.incarnation and tx.now < a.lease_deadline
+        )
+
+    def _readable_attempt(self, tx: Tx, caller: Principal, attempt_id: str) -> tuple[Attempt, Task]:
+        attempt = tx.work.attempt(check_id(attempt_id, "attempt id"))
+        task = tx.work.task(attempt.task_id) if attempt else None
+        if attempt is None or task is None or not self.may_read_task(tx, caller, task):
+            raise NotFound(f"attempt {attempt_id} not found")
+        return attempt, task
+
+    def _own_attempt(self, tx: Tx, caller: Principal, attempt_id: str) -> tuple[Attempt, Task]:
+        attempt, task = self._readable_attempt(tx, caller, attempt_id)
+        if attempt.principal_id != caller.id:
+            raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
+        return attempt, task
+
+    def _lease(self, seconds: float | None) -> float:
+        value = self.settings.default_lease_seconds if seconds is None else seconds
+        if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise InvalidRequest("lease_seconds must be a positive number")
+        if value > self.settings.max_lease_seconds:
+            raise InvalidRequest(f"lease_seconds exceeds {self.settings.max_lease_seconds:g}")
+        return float(value)

@@ -1,0 +1,218 @@
+"""Projects, principals, tokens, grants, policies and checkers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import Connection, Row, insert, select, update
+
+from studiolo.core.model import Action, Checker, Grant, Policy, Principal, PrincipalKind, Project
+from studiolo.store import schema as s
+from studiolo.store._json import dumps, loads
+
+__all__ = ["AccessRepo"]
+
+
+class AccessRepo:
+    def __init__(self, conn: Connection) -> None:
+        self._c = conn
+
+    # projects
+    def add_project(self, project: Project) -> None:
+        self._c.execute(insert(s.projects).values(**vars(project)))
+
+    def project(self, project_id: str) -> Project | None:
+        row = self._c.execute(select(s.projects).where(s.projects.c.id == project_id)).first()
+        return Project(row.id, row.name, row.created_at) if row else None
+
+    def project_by_name(self, name: str) -> Project | None:
+        row = self._c.execute(select(s.projects).where(s.projects.c.name == name)).first()
+        return Project(row.id, row.name, row.created_at) if row else None
+
+    def projects(self) -> list[Project]:
+        rows = self._c.execute(select(s.projects).order_by(s.projects.c.created_at))
+        return [Project(r.id, r.name, r.created_at) for r in rows]
+
+    # principals and tokens
+    def add_principal(self, p: Principal, at: float) -> None:
+        self._c.execute(
+            insert(s.principals).values(
+                id=p.id,
+                project_id=p.project_id,
+                name=p.name,
+                kind=p.kind.value,
+                public_key=p.public_key,
+                created_at=at,
+            )
+        )
+
+    def principal(self, principal_id: str) -> Principal | None:
+        row = self._c.execute(select(s.principals).where(s.principals.c.id == principal_id)).first()
+        return _principal(row) if row else None
+
+    def principals(self, project_id: str) -> list[Principal]:
+        rows = self._c.execute(
+            select(s.principals)
+            .where(s.principals.c.project_id == project_id)
+            .order_by(s.principals.c.created_at)
+        )
+        return [_principal(r) for r in rows]
+
+    def set_public_key(self, principal_id: str, public_key: str | None) -> None:
+        self._c.execute(
+            update(s.principals).where(s.principals.c.id == principal_id).values(public_key=public_key)
+        )
+
+    def add_token(self, token_id: str, principal_id: str, token_hash: str, at: float) -> None:
+        self._c.execute(
+            insert(s.tokens).values(
+                id=token_id, principal_id=principal_id, token_hash=token_hash, created_at=at
+            )
+        )
+
+    def principal_by_token_hash(self, token_hash: str) -> Principal | None:
+        row = self._c.execute(
+            select(s.principals)
+            .join(s.tokens, s.tokens.c.principal_id == s.principals.c.id)
+            .where(s.tokens.c.token_hash == token_hash, s.tokens.c.revoked_at.is_(None))
+        ).first()
+        return _principal(row) if row else None
+
+    def revoke_tokens(self, principal_id: str, at: float) -> int:
+        result = self._c.execute(
+            update(s.tokens)
+            .where(s.tokens.c.principal_id == principal_id, s.tokens.c.revoked_at.is_(None))
+            .values(revoked_at=at)
+        )
+        return int(result.rowcount)
+
+    # grants
+    def add_grant(self, g: Grant) -> None:
+        self._c.execute(
+            insert(s.grants).values(
+                id=g.id,
+                project_id=g.project_id,
+                principal_id=g.principal_id,
+                actions=dumps(sorted(a.value for a in g.actions)),
+                scope=dumps(list(g.scope)),
+                created_at=g.created_at,
+            )
+        )
+
+    def grant(self, grant_id: str) -> Grant | None:
+        row = self._c.execute(select(s.grants).where(s.grants.c.id == grant_id)).first()
+        return _grant(row) if row else None
+
+    def grants_of(self, principal_id: str, project_id: str, live_only: bool = True) -> list[Grant]:
+        q = select(s.grants).where(
+            s.grants.c.principal_id == principal_id, s.grants.c.project_id == project_id
+        )
+        if live_only:
+            q = q.where(s.grants.c.revoked_at.is_(None))
+        return [_grant(r) for r in self._c.execute(q.order_by(s.grants.c.created_at))]
+
+    def grants(self, project_id: str) -> list[Grant]:
+        q = select(s.grants).where(s.grants.c.project_id == project_id)
+        return [_grant(r) for r in self._c.execute(q.order_by(s.grants.c.created_at))]
+
+    def revoke_grant(self, grant_id: str, at: float) -> None:
+        self._c.execute(update(s.grants).where(s.grants.c.id == grant_id).values(revoked_at=at))
+
+    # policies
+    def add_policy(self, p: Policy) -> None:
+        self._c.execute(insert(s.policies).values(**vars(p)))
+
+    def latest_policy(self, project_id: str) -> Policy | None:
+        row = self._c.execute(
+            select(s.policies)
+            .where(s.policies.c.project_id == project_id)
+            .order_by(s.policies.c.version.desc())
+            .limit(1)
+        ).first()
+        return _policy(row) if row else None
+
+    def policy(self, project_id: str, version: int) -> Policy | None:
+        row = self._c.execute(
+            select(s.policies).where(s.policies.c.project_id == project_id, s.policies.c.version == version)
+        ).first()
+        return _policy(row) if row else None
+
+    def policies(self, project_id: str) -> list[Policy]:
+        rows = self._c.execute(
+            select(s.policies).where(s.policies.c.project_id == project_id).order_by(s.policies.c.version)
+        )
+        return [_policy(r) for r in rows]
+
+    # checkers
+    def put_checker(self, c: Checker, at: float, *, replace: bool) -> None:
+        values: dict[str, Any] = {
+            "kind": c.kind,
+            "config": dumps(dict(c.config)),
+            "verifiers": dumps(sorted(c.verifiers)),
+        }
+        if replace:
+            self._c.execute(
+                update(s.checkers).where(*_checker_key(c.project_id, c.name, c.version)).values(**values)
+            )
+        else:
+            self._c.execute(
+                insert(s.checkers).values(
+                    project_id=c.project_id, name=c.name, version=c.version, created_at=at, **values
+                )
+            )
+
+    def checker(self, project_id: str, name: str, version: str) -> Checker | None:
+        row = self._c.execute(select(s.checkers).where(*_checker_key(project_id, name, version))).first()
+        return _checker(row) if row else None
+
+    def checkers(self, project_id: str, refs: Iterable[str] | None = None) -> list[Checker]:
+        rows = self._c.execute(
+            select(s.checkers)
+            .where(s.checkers.c.project_id == project_id)
+            .order_by(s.checkers.c.name, s.checkers.c.version)
+        )
+        found = [_checker(r) for r in rows]
+        if refs is None:
+            return found
+        wanted = set(refs)
+        return [c for c in found if c.ref in wanted]
+
+
+def _checker_key(project_id: str, name: str, version: str) -> tuple[Any, ...]:
+    return (
+        s.checkers.c.project_id == project_id,
+        s.checkers.c.name == name,
+        s.checkers.c.version == version,
+    )
+
+
+def _principal(row: Row[Any]) -> Principal:
+    return Principal(row.id, row.project_id, row.name, PrincipalKind(row.kind), row.public_key)
+
+
+def _grant(row: Row[Any]) -> Grant:
+    return Grant(
+        id=row.id,
+        project_id=row.project_id,
+        principal_id=row.principal_id,
+        actions=frozenset(Action(a) for a in loads(row.actions)),
+        scope=tuple(loads(row.scope)),
+        created_at=row.created_at,
+        revoked_at=row.revoked_at,
+    )
+
+
+def _policy(row: Row[Any]) -> Policy:
+    return Policy(row.project_id, row.version, row.text, row.digest, row.created_at)
+
+
+def _checker(row: Row[Any]) -> Checker:
+    return Checker(
+        project_id=row.project_id,
+        name=row.name,
+        version=row.version,
+        kind=row.kind,
+        config=loads(row.config),
+        verifiers=frozenset(loads(row.verifiers)),
+    )

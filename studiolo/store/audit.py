@@ -1,0 +1,123 @@
+"""The hash-chained audit log and the ledger's own metadata (keys, clock, incarnation)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import Connection, Row, insert, select, update
+
+from studiolo.core.canonical import digest_json
+from studiolo.core.model import Event
+from studiolo.store import schema as s
+from studiolo.store._json import dumps, loads
+
+__all__ = ["GENESIS", "AuditRepo", "MetaRepo", "event_hash"]
+
+GENESIS = "sha256:" + "0" * 64
+
+
+def event_hash(prev_hash: str, body: dict[str, Any]) -> str:
+    return digest_json({"prev": prev_hash, "event": body})
+
+
+def event_body(e: Event) -> dict[str, Any]:
+    return {
+        "seq": e.seq,
+        "project_id": e.project_id,
+        "kind": e.kind,
+        "actor": e.actor,
+        "subject": e.subject,
+        "data": dict(e.data),
+        "at": repr(e.at),
+    }
+
+
+class AuditRepo:
+    def __init__(self, conn: Connection) -> None:
+        self._c = conn
+
+    def last(self) -> tuple[int, str]:
+        row = self._c.execute(
+            select(s.events.c.seq, s.events.c.hash).order_by(s.events.c.seq.desc()).limit(1)
+        ).first()
+        return (int(row.seq), row.hash) if row else (0, GENESIS)
+
+    def append(
+        self,
+        project_id: str | None,
+        kind: str,
+        actor: str | None,
+        subject: str | None,
+        data: dict[str, Any],
+        at: float,
+    ) -> Event:
+        seq, prev = self.last()
+        draft = Event(seq + 1, project_id, kind, actor, subject, data, at, prev, "")
+        digest = event_hash(prev, event_body(draft))
+        self._c.execute(
+            insert(s.events).values(
+                seq=draft.seq,
+                project_id=project_id,
+                kind=kind,
+                actor=actor,
+                subject=subject,
+                data=dumps(data),
+                at=at,
+                prev_hash=prev,
+                hash=digest,
+            )
+        )
+        return Event(draft.seq, project_id, kind, actor, subject, data, at, prev, digest)
+
+    def events(
+        self,
+        project_id: str | None = None,
+        after: int = 0,
+        limit: int = 1000,
+        subject: str | None = None,
+    ) -> list[Event]:
+        q = select(s.events).where(s.events.c.seq > after)
+        if project_id is not None:
+            q = q.where(s.events.c.project_id == project_id)
+        if subject is not None:
+            q = q.where(s.events.c.subject == subject)
+        rows = self._c.execute(q.order_by(s.events.c.seq).limit(limit))
+        return [_event(r) for r in rows]
+
+    def iter_all(self, batch: int = 5000) -> Iterator[Event]:
+        after = 0
+        while True:
+            chunk = self.events(after=after, limit=batch)
+            if not chunk:
+                return
+            yield from chunk
+            after = chunk[-1].seq
+
+
+class MetaRepo:
+    def __init__(self, conn: Connection) -> None:
+        self._c = conn
+
+    def get(self, key: str) -> str | None:
+        row = self._c.execute(select(s.meta.c.value).where(s.meta.c.key == key)).first()
+        return str(row.value) if row else None
+
+    def set(self, key: str, value: str) -> None:
+        done = self._c.execute(update(s.meta).where(s.meta.c.key == key).values(value=value))
+        if done.rowcount == 0:
+            self._c.execute(insert(s.meta).values(key=key, value=value))
+
+
+def _event(row: Row[Any]) -> Event:
+    return Event(
+        seq=int(row.seq),
+        project_id=row.project_id,
+        kind=row.kind,
+        actor=row.actor,
+        subject=row.subject,
+        data=loads(row.data),
+        at=row.at,
+        prev_hash=row.prev_hash,
+        hash=row.hash,
+    )

@@ -1,0 +1,238 @@
+"""Blobs, artifacts with revision history, collection revisions, candidates, observations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, exists, insert, select, update
+
+from studiolo.core.model import Artifact, Candidate, Observation
+from studiolo.core.paths import ancestors
+from studiolo.store import schema as s
+from studiolo.store._json import dumps, loads
+
+__all__ = ["ContentRepo"]
+
+
+class ContentRepo:
+    def __init__(self, conn: Connection) -> None:
+        self._c = conn
+
+    # blobs
+    def put_blob(self, digest: str, data: bytes, at: float) -> bool:
+        """Store bytes under their digest; False when they were already there."""
+        if self.has_blob(digest):
+            return False
+        self._c.execute(insert(s.blobs).values(digest=digest, size=len(data), data=data, created_at=at))
+        return True
+
+    def has_blob(self, digest: str) -> bool:
+        return bool(self._c.execute(select(exists().where(s.blobs.c.digest == digest))).scalar())
+
+    def missing_blobs(self, digests: Iterable[str]) -> list[str]:
+        wanted = sorted(set(digests))
+        if not wanted:
+            return []
+        rows = self._c.execute(select(s.blobs.c.digest).where(s.blobs.c.digest.in_(wanted)))
+        found = {r.digest for r in rows}
+        return [d for d in wanted if d not in found]
+
+    def blob(self, digest: str) -> bytes | None:
+        row = self._c.execute(select(s.blobs.c.data).where(s.blobs.c.digest == digest)).first()
+        return bytes(row.data) if row else None
+
+    def delete_blobs(self, digests: Iterable[str]) -> int:
+        wanted = list(digests)
+        if not wanted:
+            return 0
+        return int(self._c.execute(delete(s.blobs).where(s.blobs.c.digest.in_(wanted))).rowcount)
+
+    def all_blob_digests(self) -> list[tuple[str, float]]:
+        rows = self._c.execute(select(s.blobs.c.digest, s.blobs.c.created_at))
+        return [(r.digest, r.created_at) for r in rows]
+
+    def referenced_digests(self) -> set[str]:
+        refs = {r[0] for r in self._c.execute(select(s.artifact_revisions.c.digest)) if r[0]}
+        for row in self._c.execute(select(s.candidates.c.manifest)):
+            refs.update(d for d in loads(row.manifest)["files"].values() if d)
+        return refs
+
+    # artifacts
+    def artifact(self, project_id: str, path: str) -> Artifact | None:
+        row = self._c.execute(
+            select(s.artifacts).where(s.artifacts.c.project_id == project_id, s.artifacts.c.path == path)
+        ).first()
+        return _artifact(row) if row else None
+
+    def artifacts(self, project_id: str, prefix: str = "") -> list[Artifact]:
+        q = select(s.artifacts).where(s.artifacts.c.project_id == project_id)
+        if prefix:
+            q = q.where(s.artifacts.c.path.startswith(prefix, autoescape=True))
+        return [_artifact(r) for r in self._c.execute(q.order_by(s.artifacts.c.path))]
+
+    def revisions(self, project_id: str, paths: Iterable[str]) -> dict[str, int]:
+        """Current revision of each path; 0 for a path that never existed."""
+        wanted = sorted(set(paths))
+        out = dict.fromkeys(wanted, 0)
+        if wanted:
+            rows = self._c.execute(
+                select(s.artifacts.c.path, s.artifacts.c.revision).where(
+                    s.artifacts.c.project_id == project_id, s.artifacts.c.path.in_(wanted)
+                )
+            )
+            out.update({r.path: int(r.revision) for r in rows})
+        return out
+
+    def history(self, project_id: str, path: str) -> list[dict[str, Any]]:
+        rows = self._c.execute(
+            select(s.artifact_revisions)
+            .where(
+                s.artifact_revisions.c.project_id == project_id,
+                s.artifact_revisions.c.path == path,
+            )
+            .order_by(s.artifact_revisions.c.revision)
+        )
+        return [
+            {
+                "revision": int(r.revision),
+                "digest": r.digest,
+                "changed_at": r.changed_at,
+                "actor": r.actor,
+                "cause": r.cause,
+            }
+            for r in rows
+        ]
+
+    def write_artifact(
+        self, project_id: str, path: str, digest: str | None, at: float, actor: str, cause: str
+    ) -> int:
+        """Move the pointer of `path`; bump its revision and every ancestor's. Returns it."""
+        current = self.artifact(project_id, path)
+        revision = (current.revision if current else 0) + 1
+        if current is None:
+            self._c.execute(
+                insert(s.artifacts).values(
+                    project_id=project_id,
+                    path=path,
+                    revision=revision,
+                    digest=digest,
+                    updated_at=at,
+                )
+            )
+        else:
+            self._c.execute(
+                update(s.artifacts)
+                .where(s.artifacts.c.project_id == project_id, s.artifacts.c.path == path)
+                .values(revision=revision, digest=digest, updated_at=at)
+            )
+        self._c.execute(
+            insert(s.artifact_revisions).values(
+                project_id=project_id,
+                path=path,
+                revision=revision,
+                digest=digest,
+                changed_at=at,
+                actor=actor,
+                cause=cause,
+            )
+        )
+        for prefix in ancestors(path):
+            self._bump_collection(project_id, prefix)
+        return revision
+
+    def _bump_collection(self, project_id: str, prefix: str) -> None:
+        key = (s.collections.c.project_id == project_id, s.collections.c.prefix == prefix)
+        result = self._c.execute(
+            update(s.collections).where(*key).values(revision=s.collections.c.revision + 1)
+        )
+        if result.rowcount == 0:
+            self._c.execute(insert(s.collections).values(project_id=project_id, prefix=prefix, revision=1))
+
+    def collection_revisions(self, project_id: str, prefixes: Iterable[str]) -> dict[str, int]:
+        wanted = sorted(set(prefixes))
+        out = dict.fromkeys(wanted, 0)
+        if wanted:
+            rows = self._c.execute(
+                select(s.collections.c.prefix, s.collections.c.revision).where(
+                    s.collections.c.project_id == project_id, s.collections.c.prefix.in_(wanted)
+                )
+            )
+            out.update({r.prefix: int(r.revision) for r in rows})
+        return out
+
+    # candidates
+    def add_candidate(self, project_id: str, c: Candidate) -> None:
+        self._c.execute(
+            insert(s.candidates).values(
+                id=c.id,
+                project_id=project_id,
+                task_id=c.task_id,
+                attempt_id=c.attempt_id,
+                manifest=dumps(_manifest(c)),
+                digest=c.digest,
+                dependency_digest=c.dependency_digest,
+                created_at=c.created_at,
+            )
+        )
+
+    def candidate(self, candidate_id: str) -> tuple[str, Candidate] | None:
+        """(project id, candidate) for an id, or None."""
+        row = self._c.execute(select(s.candidates).where(s.candidates.c.id == candidate_id)).first()
+        return (row.project_id, _candidate(row)) if row else None
+
+    def candidates_of_attempt(self, attempt_id: str) -> list[Candidate]:
+        rows = self._c.execute(
+            select(s.candidates)
+            .where(s.candidates.c.attempt_id == attempt_id)
+            .order_by(s.candidates.c.created_at, s.candidates.c.id)
+        )
+        return [_candidate(r) for r in rows]
+
+    def candidates_of_task(self, task_id: str) -> list[Candidate]:
+        rows = self._c.execute(
+            select(s.candidates)
+            .where(s.candidates.c.task_id == task_id)
+            .order_by(s.candidates.c.created_at, s.candidates.c.id)
+        )
+        return [_candidate(r) for r in rows]
+
+    # observations
+    def add_observation(self, o: Observation) -> None:
+        self._c.execute(insert(s.observations).values(**vars(o)))
+
+    def observations(self, project_id: str, target: str | None = None) -> list[Observation]:
+        q = select(s.observations).where(s.observations.c.project_id == project_id)
+        if target is not None:
+            q = q.where(s.observations.c.target == target)
+        rows = self._c.execute(q.order_by(s.observations.c.observed_at, s.observations.c.id))
+        return [Observation(**r._mapping) for r in rows]
+
+
+def _manifest(c: Candidate) -> dict[str, Any]:
+    return {
+        "files": dict(c.files),
+        "bases": dict(c.bases),
+        "file_deps": dict(c.file_deps),
+        "collection_deps": dict(c.collection_deps),
+    }
+
+
+def _artifact(row: Row[Any]) -> Artifact:
+    return Artifact(row.project_id, row.path, int(row.revision), row.digest, row.updated_at)
+
+
+def _candidate(row: Row[Any]) -> Candidate:
+    m = loads(row.manifest)
+    return Candidate(
+        id=row.id,
+        task_id=row.task_id,
+        attempt_id=row.attempt_id,
+        files=m["files"],
+        bases=m["bases"],
+        file_deps=m["file_deps"],
+        collection_deps=m["collection_deps"],
+        digest=row.digest,
+        dependency_digest=row.dependency_digest,
+        created_at=row.created_at,
+    )

@@ -1,0 +1,107 @@
+"""The evidence store: receipts. Only the verification path of the door writes here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import Connection, Row, insert, select
+
+from studiolo.core.model import Receipt, ReceiptResult
+from studiolo.store import schema as s
+from studiolo.store._json import dumps, loads
+
+__all__ = ["EvidenceRepo", "receipt_body"]
+
+
+def receipt_body(r: Receipt) -> dict[str, Any]:
+    """The bindings a verifier signs (RFC 8785 canonical form of this dict)."""
+    return {
+        "task_id": r.task_id,
+        "attempt_id": r.attempt_id,
+        "contract_hash": r.contract_hash,
+        "candidate_digest": r.candidate_digest,
+        "dependency_digest": r.dependency_digest,
+        "criterion": r.criterion,
+        "checker": r.checker,
+        "result": r.result.value,
+        "issued_at": r.issued_at,
+        "issuer": r.issuer_id,
+        "log_digest": r.log_digest,
+    }
+
+
+class EvidenceRepo:
+    def __init__(self, conn: Connection) -> None:
+        self._c = conn
+
+    def add_receipt(self, r: Receipt, at: float, reused_from: str | None = None) -> None:
+        self._c.execute(
+            insert(s.receipts).values(
+                id=r.id,
+                project_id=r.project_id,
+                candidate_id=r.candidate_id,
+                body=dumps(receipt_body(r)),
+                signature=r.signature,
+                issuer_id=r.issuer_id,
+                reused_from=reused_from,
+                created_at=at,
+            )
+        )
+
+    def receipt(self, receipt_id: str) -> Receipt | None:
+        row = self._c.execute(select(s.receipts).where(s.receipts.c.id == receipt_id)).first()
+        return _receipt(row) if row else None
+
+    def receipts(self, ids: Iterable[str]) -> dict[str, Receipt]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        rows = self._c.execute(select(s.receipts).where(s.receipts.c.id.in_(wanted)))
+        return {r.id: _receipt(r) for r in rows}
+
+    def receipts_of_candidate(self, candidate_id: str) -> list[Receipt]:
+        rows = self._c.execute(
+            select(s.receipts)
+            .where(s.receipts.c.candidate_id == candidate_id)
+            .order_by(s.receipts.c.created_at, s.receipts.c.id)
+        )
+        return [_receipt(r) for r in rows]
+
+    def receipts_by_content(
+        self, project_id: str, candidate_digest: str, dependency_digest: str
+    ) -> list[Receipt]:
+        """Receipts of any candidate with these exact bytes and dependencies (reuse)."""
+        rows = self._c.execute(
+            select(s.receipts)
+            .where(s.receipts.c.project_id == project_id, s.receipts.c.reused_from.is_(None))
+            .order_by(s.receipts.c.created_at)
+        )
+        found = [_receipt(r) for r in rows]
+        return [
+            r
+            for r in found
+            if r.candidate_digest == candidate_digest and r.dependency_digest == dependency_digest
+        ]
+
+
+def _receipt(row: Row[Any]) -> Receipt:
+    b = loads(row.body)
+    return Receipt(
+        id=row.id,
+        project_id=row.project_id,
+        task_id=b["task_id"],
+        attempt_id=b["attempt_id"],
+        candidate_id=row.candidate_id,
+        contract_hash=b["contract_hash"],
+        candidate_digest=b["candidate_digest"],
+        dependency_digest=b["dependency_digest"],
+        criterion=b["criterion"],
+        checker=b["checker"],
+        result=ReceiptResult(b["result"]),
+        issued_at=int(b["issued_at"]),
+        issuer_id=b["issuer"],
+        log_digest=b["log_digest"],
+        signature=row.signature,
+        reused=row.reused_from is not None,
+    )

@@ -1,0 +1,253 @@
+"""The ledger's tables (SQLAlchemy Core). Portable SQL: SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = ["metadata"]
+
+metadata = MetaData()
+
+ID = 64  # ids are short random strings with a type prefix
+
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+)
+
+principals = Table(
+    "principals",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=True),
+    Column("name", String(200), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("public_key", String(200), nullable=True),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("project_id", "name", name="uq_principal_name"),
+)
+
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("principal_id", String(ID), ForeignKey("principals.id"), nullable=False),
+    Column("token_hash", String(80), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+)
+
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("principal_id", String(ID), ForeignKey("principals.id"), nullable=False),
+    Column("actions", Text, nullable=False),  # JSON list
+    Column("scope", Text, nullable=False),  # JSON list of patterns
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+    Index("ix_grants_principal", "principal_id"),
+)
+
+policies = Table(
+    "policies",
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("digest", String(80), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+checkers = Table(
+    "checkers",
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("name", String(100), primary_key=True),
+    Column("version", String(50), primary_key=True),
+    Column("kind", String(50), nullable=False),
+    Column("config", Text, nullable=False),  # JSON object
+    Column("verifiers", Text, nullable=False),  # JSON list of principal ids
+    Column("created_at", Float, nullable=False),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("title", String(300), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("contract", Text, nullable=False),  # canonical JSON
+    Column("contract_hash", String(80), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("current_attempt_id", String(ID), nullable=True),
+    Column("fence", BigInteger, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("completed_at", Float, nullable=True),
+    Index("ix_tasks_project_status", "project_id", "status"),
+)
+
+attempts = Table(
+    "attempts",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("task_id", String(ID), ForeignKey("tasks.id"), nullable=False),
+    Column("principal_id", String(ID), ForeignKey("principals.id"), nullable=False),
+    Column("fence", BigInteger, nullable=False),
+    Column("lease_deadline", Float, nullable=False),
+    Column("incarnation", String(ID), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("task_id", "fence", name="uq_attempt_fence"),
+)
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("digest", String(80), primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("path", String(1100), primary_key=True),
+    Column("revision", BigInteger, nullable=False),
+    Column("digest", String(80), nullable=True),  # NULL: tombstone
+    Column("updated_at", Float, nullable=False),
+)
+
+artifact_revisions = Table(
+    "artifact_revisions",
+    metadata,
+    Column("project_id", String(ID), primary_key=True),
+    Column("path", String(1100), primary_key=True),
+    Column("revision", BigInteger, primary_key=True),
+    Column("digest", String(80), nullable=True),
+    Column("changed_at", Float, nullable=False),
+    Column("actor", String(ID), nullable=True),
+    Column("cause", String(80), nullable=False),  # "edit" or a completion id
+)
+
+collections = Table(
+    "collections",
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("prefix", String(1100), primary_key=True),  # "" is the root, else "dir/"
+    Column("revision", BigInteger, nullable=False),
+)
+
+candidates = Table(
+    "candidates",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("task_id", String(ID), ForeignKey("tasks.id"), nullable=False),
+    Column("attempt_id", String(ID), ForeignKey("attempts.id"), nullable=False),
+    Column("manifest", Text, nullable=False),  # canonical JSON
+    Column("digest", String(80), nullable=False),
+    Column("dependency_digest", String(80), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_candidates_attempt", "attempt_id"),
+)
+
+receipts = Table(
+    "receipts",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("candidate_id", String(ID), ForeignKey("candidates.id"), nullable=False),
+    Column("body", Text, nullable=False),  # the signed canonical JSON
+    Column("signature", String(200), nullable=False),
+    Column("issuer_id", String(ID), nullable=False),
+    Column("reused_from", String(ID), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Index("ix_receipts_candidate", "candidate_id"),
+)
+
+completions = Table(
+    "completions",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("task_id", String(ID), ForeignKey("tasks.id"), nullable=False, unique=True),
+    Column("attempt_id", String(ID), nullable=False),
+    Column("candidate_id", String(ID), nullable=False),
+    Column("request_id", String(200), nullable=False),
+    Column("request_digest", String(80), nullable=False),
+    Column("principal_id", String(ID), nullable=False),
+    Column("commit_version", BigInteger, nullable=False, unique=True),
+    Column("receipt", Text, nullable=False),
+    Column("signature", String(200), nullable=False),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("project_id", "request_id", name="uq_completion_request"),
+)
+
+observations = Table(
+    "observations",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("target", String(1100), nullable=False),
+    Column("revision", BigInteger, nullable=True),
+    Column("digest", String(80), nullable=True),
+    Column("kind", String(50), nullable=False),
+    Column("observed_at", Float, nullable=False),
+    Column("observer_id", String(ID), nullable=False),
+    Index("ix_observations_target", "project_id", "target"),
+)
+
+handoffs = Table(
+    "handoffs",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("task_id", String(ID), ForeignKey("tasks.id"), nullable=False),
+    Column("attempt_id", String(ID), nullable=False),
+    Column("principal_id", String(ID), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_handoffs_task", "task_id"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("project_id", String(ID), nullable=True),
+    Column("kind", String(64), nullable=False),
+    Column("actor", String(ID), nullable=True),
+    Column("subject", String(200), nullable=True),
+    Column("data", Text, nullable=False),
+    Column("at", Float, nullable=False),
+    Column("prev_hash", String(80), nullable=False),
+    Column("hash", String(80), nullable=False),
+    Index("ix_events_project", "project_id", "seq"),
+)

@@ -1,0 +1,228 @@
+"""Tasks, attempts, completions and handoffs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, Row, func, insert, select, update
+
+from studiolo.core.model import (
+    Attempt,
+    AttemptStatus,
+    Completion,
+    Contract,
+    Handoff,
+    Task,
+    TaskStatus,
+)
+from studiolo.store import schema as s
+from studiolo.store._json import dumps, loads
+
+__all__ = ["WorkRepo"]
+
+
+class WorkRepo:
+    def __init__(self, conn: Connection) -> None:
+        self._c = conn
+
+    # tasks
+    def add_task(self, t: Task) -> None:
+        self._c.execute(
+            insert(s.tasks).values(
+                id=t.id,
+                project_id=t.project_id,
+                title=t.title,
+                description=t.description,
+                contract=dumps(t.contract.to_json()),
+                contract_hash=t.contract_hash,
+                status=t.status.value,
+                current_attempt_id=t.current_attempt_id,
+                fence=t.fence,
+                created_at=t.created_at,
+                completed_at=t.completed_at,
+            )
+        )
+
+    def task(self, task_id: str) -> Task | None:
+        row = self._c.execute(select(s.tasks).where(s.tasks.c.id == task_id)).first()
+        return _task(row) if row else None
+
+    def tasks(
+        self, project_id: str, status: TaskStatus | None = None, limit: int = 500, offset: int = 0
+    ) -> list[Task]:
+        q = select(s.tasks).where(s.tasks.c.project_id == project_id)
+        if status is not None:
+            q = q.where(s.tasks.c.status == status.value)
+        q = q.order_by(s.tasks.c.created_at, s.tasks.c.id).limit(limit).offset(offset)
+        return [_task(r) for r in self._c.execute(q)]
+
+    def count_tasks(self, project_id: str | None = None) -> int:
+        q = select(func.count()).select_from(s.tasks)
+        if project_id is not None:
+            q = q.where(s.tasks.c.project_id == project_id)
+        return int(self._c.execute(q).scalar_one())
+
+    def update_task(self, task_id: str, **values: Any) -> None:
+        if "status" in values and isinstance(values["status"], TaskStatus):
+            values["status"] = values["status"].value
+        if "contract" in values and isinstance(values["contract"], Contract):
+            values["contract"] = dumps(values["contract"].to_json())
+        self._c.execute(update(s.tasks).where(s.tasks.c.id == task_id).values(**values))
+
+    # attempts
+    def add_attempt(self, a: Attempt) -> None:
+        self._c.execute(
+            insert(s.attempts).values(
+                id=a.id,
+                task_id=a.task_id,
+                principal_id=a.principal_id,
+                fence=a.fence,
+                lease_deadline=a.lease_deadline,
+                incarnation=a.incarnation,
+                status=a.status.value,
+                created_at=a.created_at,
+            )
+        )
+
+    def attempt(self, attempt_id: str) -> Attempt | None:
+        row = self._c.execute(select(s.attempts).where(s.attempts.c.id == attempt_id)).first()
+        return _attempt(row) if row else None
+
+    def attempts(self, task_id: str) -> list[Attempt]:
+        rows = self._c.execute(
+            select(s.attempts).where(s.attempts.c.task_id == task_id).order_by(s.attempts.c.fence)
+        )
+        return [_attempt(r) for r in rows]
+
+    def update_attempt(self, attempt_id: str, **values: Any) -> None:
+        if "status" in values and isinstance(values["status"], AttemptStatus):
+            values["status"] = values["status"].value
+        self._c.execute(update(s.attempts).where(s.attempts.c.id == attempt_id).values(**values))
+
+    # completions
+    def add_completion(self, project_id: str, c: Completion) -> None:
+        self._c.execute(
+            insert(s.completions).values(
+                id=c.id,
+                project_id=project_id,
+                task_id=c.task_id,
+                attempt_id=c.attempt_id,
+                candidate_id=c.candidate_id,
+                request_id=c.request_id,
+                request_digest=c.request_digest,
+                principal_id=c.principal_id,
+                commit_version=c.commit_version,
+                receipt=dumps(dict(c.receipt)),
+                signature=c.signature,
+                created_at=c.created_at,
+            )
+        )
+
+    def completion_by_request(self, project_id: str, request_id: str) -> Completion | None:
+        row = self._c.execute(
+            select(s.completions).where(
+                s.completions.c.project_id == project_id,
+                s.completions.c.request_id == request_id,
+            )
+        ).first()
+        return _completion(row) if row else None
+
+    def completion_of_task(self, task_id: str) -> Completion | None:
+        row = self._c.execute(select(s.completions).where(s.completions.c.task_id == task_id)).first()
+        return _completion(row) if row else None
+
+    def completions(self, project_id: str) -> list[Completion]:
+        rows = self._c.execute(
+            select(s.completions)
+            .where(s.completions.c.project_id == project_id)
+            .order_by(s.completions.c.commit_version)
+        )
+        return [_completion(r) for r in rows]
+
+    # handoffs
+    def add_handoff(self, h: Handoff) -> None:
+        body = {
+            "contract_hash": h.contract_hash,
+            "artifacts": dict(h.artifacts),
+            "obligations": list(h.obligations),
+            "notes": h.notes,
+        }
+        self._c.execute(
+            insert(s.handoffs).values(
+                id=h.id,
+                task_id=h.task_id,
+                attempt_id=h.attempt_id,
+                principal_id=h.principal_id,
+                body=dumps(body),
+                created_at=h.created_at,
+            )
+        )
+
+    def latest_handoff(self, task_id: str) -> Handoff | None:
+        row = self._c.execute(
+            select(s.handoffs)
+            .where(s.handoffs.c.task_id == task_id)
+            .order_by(s.handoffs.c.created_at.desc(), s.handoffs.c.id.desc())
+            .limit(1)
+        ).first()
+        if row is None:
+            return None
+        body = loads(row.body)
+        return Handoff(
+            id=row.id,
+            task_id=row.task_id,
+            attempt_id=row.attempt_id,
+            principal_id=row.principal_id,
+            contract_hash=body["contract_hash"],
+            artifacts=body["artifacts"],
+            obligations=tuple(body["obligations"]),
+            notes=body["notes"],
+            created_at=row.created_at,
+        )
+
+
+def _task(row: Row[Any]) -> Task:
+    return Task(
+        id=row.id,
+        project_id=row.project_id,
+        title=row.title,
+        description=row.description,
+        contract=Contract.from_json(loads(row.contract)),
+        contract_hash=row.contract_hash,
+        status=TaskStatus(row.status),
+        current_attempt_id=row.current_attempt_id,
+        fence=int(row.fence),
+        created_at=row.created_at,
+        completed_at=row.completed_at,
+    )
+
+
+def _attempt(row: Row[Any]) -> Attempt:
+    return Attempt(
+        id=row.id,
+        task_id=row.task_id,
+        principal_id=row.principal_id,
+        fence=int(row.fence),
+        lease_deadline=row.lease_deadline,
+        incarnation=row.incarnation,
+        status=AttemptStatus(row.status),
+        created_at=row.created_at,
+    )
+
+
+def _completion(row: Row[Any]) -> Completion:
+    receipt = loads(row.receipt)
+    return Completion(
+        id=row.id,
+        task_id=row.task_id,
+        attempt_id=row.attempt_id,
+        candidate_id=row.candidate_id,
+        request_id=row.request_id,
+        request_digest=row.request_digest,
+        principal_id=row.principal_id,
+        commit_version=int(row.commit_version),
+        receipt=receipt,
+        signature=row.signature,
+        created_at=row.created_at,
+        revisions=receipt.get("revisions", {}),
+    )
