@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Settings"]
+__all__ = ["ClientSettings", "Settings"]
 
 
 @dataclass(frozen=True)
@@ -41,3 +41,45 @@ class Settings:
     @staticmethod
     def sqlite_url(path: Path) -> str:
         return f"sqlite:///{path}"
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """Where a client (the CLI) finds the service: flags > environment > config file.
+
+    The config file is TOML (`url`, `token`, `project`), at `STUDIOLO_CONFIG` or
+    `~/.config/studiolo/config.toml`.
+    """
+
+    url: str = "http://127.0.0.1:8765"
+    token: str | None = None
+    project: str | None = None
+    config_path: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ClientSettings:
+        import tomllib
+
+        e = os.environ if env is None else env
+        default = Path(e.get("HOME", "~")).expanduser() / ".config" / "studiolo" / "config.toml"
+        path = Path(e["STUDIOLO_CONFIG"]) if e.get("STUDIOLO_CONFIG") else default
+        file: dict[str, object] = {}
+        if path.is_file():
+            with path.open("rb") as fh:
+                file = tomllib.load(fh)
+
+        def pick(env_key: str, file_key: str) -> str | None:
+            value = e.get(env_key) or file.get(file_key)
+            return str(value) if value else None
+
+        return cls(
+            url=pick("STUDIOLO_URL", "url") or cls.url,
+            token=pick("STUDIOLO_TOKEN", "token"),
+            project=pick("STUDIOLO_PROJECT", "project"),
+            config_path=path if path.is_file() else None,
+        )
+
+    def with_overrides(
+        self, *, url: str | None = None, token: str | None = None, project: str | None = None
+    ) -> ClientSettings:
+        return ClientSettings(url or self.url, token or self.token, project or self.project, self.config_path)

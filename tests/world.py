@@ -139,8 +139,9 @@ def build_world(tmp: Path, clock: Any = None) -> World:
     human = coord.add_principal(admin, pid, "editor", "human").principal
     verifier = coord.add_principal(admin, pid, "ci", "verifier", public_key_text(vkey)).principal
     world = World(coord, clock, admin, pid, agent, agent2, human, verifier, vkey)
-    worker_actions = ["read", "write", "claim", "complete"]
+    worker_actions = ["write", "claim", "complete"]
     for name, who in (("agent", agent), ("agent2", agent2)):
+        world.grants[name + "_read"] = coord.grant(admin, pid, who.id, ["read"], ["**"]).id
         world.grants[name] = coord.grant(admin, pid, who.id, worker_actions, ["src/**", "docs/**"]).id
     world.grants["human"] = coord.grant(admin, pid, human.id, ["read", "write", "observe"], ["**"]).id
     world.grants["verifier"] = coord.grant(admin, pid, verifier.id, ["read", "verify"], ["**"]).id

@@ -86,6 +86,14 @@ class AdminOps(Base):
         return {"keys": [key.jwk()]}
 
     # projects and principals -----------------------------------------------
+    def projects(self, caller: Principal) -> list[Project]:
+        """The projects the caller can see: every one for a service admin, else its own."""
+
+        def run(tx: Tx) -> list[Project]:
+            return [p for p in tx.access.projects() if self.sees_project(tx, caller, p.id)]
+
+        return self.store.read(run)
+
     def create_project(self, caller: Principal, name: str) -> Project:
         if not caller.is_service_admin:
             raise NotAuthorized("only a service administrator creates projects")

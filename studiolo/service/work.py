@@ -118,8 +118,7 @@ class WorkOps(Base):
             self.require(tx, caller, task.project_id, Action.ADMIN)
             if not task.active:
                 raise Conflict(f"task is {task.status.value}", reason="task_not_active")
-            self._end_current_attempt(tx, task, AttemptStatus.SUPERSEDED)
-            tx.work.update_task(task.id, status=TaskStatus.CANCELLED, current_attempt_id=None)
+            tx.work.update_task(task.id, status=TaskStatus.CANCELLED)
             self.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason=reason)
             return tx.work.task(task.id) or task
 
@@ -208,6 +207,8 @@ class WorkOps(Base):
 
         def run(tx: Tx) -> Attempt:
             attempt, task = self._own_attempt(tx, caller, attempt_id)
+            if not task.active:
+                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
             if not self._live(tx, attempt) or task.current_attempt_id != attempt.id:
                 raise Conflict("the attempt is no longer live", reason="attempt_not_active")
             deadline = tx.now + lease

@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from studiolo.study.mechanisms import Mechanism, Verdict
 from studiolo.study.schedules import Event, Schedule
+from studiolo.study.table import Decision, ReplayCheck
 from studiolo.study.world import (
     Attempt,
     Candidate,
@@ -26,7 +27,7 @@ from studiolo.study.world import (
     digest,
 )
 
-__all__ = ["Execution", "ReplayCheck", "WorkerPlan", "execute", "honest_answer"]
+__all__ = ["WorkerPlan", "STEPS", "execute", "honest_answer"]
 
 
 def honest_answer(value: int) -> bytes:
@@ -51,24 +52,6 @@ class WorkerPlan:
     evidence: EvidenceStep = verify_working_copy
 
 
-@dataclass(frozen=True)
-class ReplayCheck:
-    """Replays after all environment events: identical → same receipt; changed → rejected."""
-
-    identical_returned_receipt: bool
-    changed_digest_rejected: bool
-
-    @property
-    def passed(self) -> bool:
-        return self.identical_returned_receipt and self.changed_digest_rejected
-
-
-@dataclass(frozen=True)
-class Execution:
-    accepted: bool
-    replay: ReplayCheck | None
-
-
 @dataclass(slots=True)
 class _Run:
     """One execution's worker-side state (local to :func:`execute`)."""
@@ -83,13 +66,6 @@ class _Run:
     preflight_verdict: Verdict | None = None
     submitted: CompletionRequest | None = None
     completion: Completion | None = None
-
-    def apply(self, event: Event) -> None:
-        step = _WORKER_STEPS.get(event)
-        if step is None:
-            apply_environment(self.world, event)
-        else:
-            step(self)
 
     def read(self) -> None:
         revision = self.world.input_revision
@@ -108,7 +84,7 @@ class _Run:
         revision, value = self.snapshot
         data = self.plan.answer(value)
         self.candidate = self.world.stage_candidate(self.attempt.attempt_id, data, revision)
-        self.world.working_copy = data
+        self.world.write_working_copy(data)
 
     def need_candidate(self) -> Candidate:
         if self.candidate is None:
@@ -143,44 +119,58 @@ class _Run:
         return self.mechanism.decide(world, q, self.preflight_verdict).accepted
 
 
-_WORKER_STEPS: Mapping[Event, Callable[[_Run], None]] = MappingProxyType(
+def _input_edit(run: _Run) -> None:
+    run.world.edit_input()
+
+
+def _artifact_edit(run: _Run) -> None:
+    run.world.edit_artifact()
+
+
+def _expire(run: _Run) -> None:
+    run.world.expire_lease()
+
+
+def _reassign(run: _Run) -> None:
+    run.world.reassign()
+
+
+def _revoke(run: _Run) -> None:
+    run.world.revoke_worker()
+
+
+def _publish_policy(run: _Run) -> None:
+    run.world.publish_policy()
+
+
+STEPS: Mapping[Event, Callable[[_Run], None]] = MappingProxyType(
     {
         Event.READ: _Run.read,
         Event.CANDIDATE: _Run.prepare_candidate,
         Event.TRUSTED_VERIFY: _Run.trusted_verify,
         Event.PREFLIGHT: _Run.preflight,
         Event.COMMIT: _Run.commit,
+        Event.INPUT_EDIT: _input_edit,
+        Event.ARTIFACT_EDIT: _artifact_edit,
+        Event.EXPIRE: _expire,
+        Event.REASSIGN: _reassign,
+        Event.REVOKE: _revoke,
+        Event.PUBLISH_POLICY: _publish_policy,
     }
 )
-
-_ENVIRONMENT_STEPS: Mapping[Event, Callable[[World], None]] = MappingProxyType(
-    {
-        Event.INPUT_EDIT: World.edit_input,
-        Event.ARTIFACT_EDIT: World.edit_artifact,
-        Event.EXPIRE: World.expire_lease,
-        Event.REASSIGN: World.reassign,
-        Event.REVOKE: World.revoke_worker,
-        Event.PUBLISH_POLICY: World.publish_policy,
-    }
-)
-
-
-def apply_environment(world: World, event: Event) -> None:
-    """Apply one environment event to the world."""
-    _ENVIRONMENT_STEPS[event](world)
 
 
 def execute(
     schedule: Schedule, mechanism: Mechanism, setup: Setup, plan: WorkerPlan | None = None
-) -> Execution:
+) -> Decision:
     """Run ``schedule`` under ``mechanism``; replay-check an accepted decision."""
     world = World.new(setup)
     run = _Run(world, mechanism, plan or WorkerPlan(), attempt=world.attempt)
     for event in schedule:
-        run.apply(event)
+        STEPS[event](run)
     if run.completion is None or run.completion.status is not CompletionStatus.ACCEPTED:
-        return Execution(accepted=False, replay=None)
-    return Execution(accepted=True, replay=_replay(run, run.completion))
+        return Decision(accepted=False)
+    return Decision(accepted=True, replay=_replay(run, run.completion))
 
 
 def _replay(run: _Run, original: Completion) -> ReplayCheck:

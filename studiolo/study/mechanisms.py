@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from studiolo.study.world import CHECKERS, CompletionRequest, VerificationRecord, World, digest
+from studiolo.study.world import CHECKERS, CompletionRequest, VerificationRecord, World
 
 __all__ = ["MECHANISMS", "Check", "Mechanism", "Verdict", "mechanism"]
 
@@ -65,7 +65,7 @@ def _artifact_binding(world: World, q: CompletionRequest) -> bool:
     return (
         candidate is not None
         and candidate.digest == q.candidate_digest
-        and digest(world.working_copy) == candidate.digest
+        and world.working_digest == candidate.digest
     )
 
 

@@ -169,6 +169,7 @@ class World:
     setup: Setup
     input_values: list[int]
     working_copy: bytes
+    working_digest: str
     attempt: Attempt
     attempts: dict[str, Attempt]
     lease_live: bool = True
@@ -186,6 +187,7 @@ class World:
             setup=setup,
             input_values=[setup.initial_input],
             working_copy=setup.initial_artifact,
+            working_digest=digest(setup.initial_artifact),
             attempt=first,
             attempts={first.attempt_id: first},
             default_policy=setup.pinned.policy,
@@ -206,7 +208,8 @@ class World:
         self.input_values.append(self.input_values[-1] + 1)
 
     def edit_artifact(self) -> None:
-        self.working_copy = EDITED_BYTES
+        """Another writer changes the working copy."""
+        self.write_working_copy(EDITED_BYTES)
 
     def expire_lease(self) -> None:
         self.lease_live = False
@@ -233,6 +236,10 @@ class World:
         staged = Candidate(candidate_id, attempt_id, data, digest(data), input_revision)
         self.candidates[candidate_id] = staged
         return staged
+
+    def write_working_copy(self, data: bytes) -> None:
+        self.working_copy = data
+        self.working_digest = digest(data)
 
     def verify(self, candidate_id: str, contract_hash: str, observed: bytes) -> tuple[str, ...]:
         """The admitted verifier checks ``observed`` bytes under every criterion."""
