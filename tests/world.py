@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,9 +123,9 @@ class World:
         return self.coord.complete(who or self.agent, req)
 
 
-def build_world(tmp: Path, clock: Any = None) -> World:
+def build_world(tmp: Path, clock: Any = None, url: str | None = None) -> World:
     clock = clock or FakeClock()
-    store = Store(Settings.sqlite_url(tmp / "ledger.db"), clock=clock)
+    store = Store(url or Settings.sqlite_url(tmp / "ledger.db"), clock=clock)
     coord = Coordinator(store, Settings(database_url=store.url), clock=clock)
     issued = coord.initialize()
     assert issued is not None
@@ -150,7 +149,3 @@ def build_world(tmp: Path, clock: Any = None) -> World:
     world.edit("src/input.txt", b"21\n")
     world.edit("src/answer.txt", b"0\n")
     return world
-
-
-def _now() -> float:
-    return time.time()

@@ -184,8 +184,10 @@ def _is_bound(rid: str, q: CompletionRequest, f: CompletionFacts, task: Task) ->
     if r is None or c is None:
         return False
     content = r.candidate_digest == c.digest and r.dependency_digest == c.dependency_digest
-    if task.contract.allow_evidence_reuse:
-        return content
+    if r.reused:
+        # An audited reuse link: it counts only for the candidate it was linked to, and only
+        # while the contract allows reuse. Criterion and checker are `_is_trusted`'s business.
+        return task.contract.allow_evidence_reuse and r.candidate_id == c.id and content
     return (
         content
         and r.task_id == task.id

@@ -59,8 +59,8 @@ def _scope(patterns: Iterable[str]) -> tuple[str, ...]:
 class AdminOps(Base):
     # the ledger ------------------------------------------------------------
     def initialize(self, admin_name: str = "admin") -> Issued | None:
-        """Create the schema, the service key and the first service admin (once)."""
-        self.store.create_schema()
+        """Migrate the schema to head, then create the service key and the first admin (once)."""
+        self.store.upgrade()
 
         def run(tx: Tx) -> Issued | None:
             if tx.meta.get("service_key") is not None:

@@ -10,6 +10,7 @@ from studiolo.core.canonical import digest_bytes, digest_json, is_digest
 from studiolo.core.model import Action, Artifact, AttemptStatus, Candidate, Observation, Principal
 from studiolo.core.paths import normalize_path, normalize_prefix
 from studiolo.service._base import Base, check_id
+from studiolo.service.evidence import request_verification
 from studiolo.store import Tx
 
 __all__ = ["ArtifactContent", "CandidateDraft", "ContentOps"]
@@ -220,7 +221,12 @@ class ContentOps(Base):
                 digest=digest,
                 dependency_digest=dep_digest,
                 write_set=sorted(files),
+                files=files,
+                bases=bases,
+                file_deps=file_deps,
+                collection_deps=dir_deps,
             )
+            request_verification(tx, task, cand, caller)
             return cand
 
         return self.store.write(run)

@@ -1,9 +1,14 @@
-"""The evidence store's only entrance: admitted verifiers post signed receipts."""
+"""The evidence store's only entrance: admitted verifiers post signed receipts; workers may
+only *link* an existing receipt to their candidate when the contract allows reuse.
+
+Also the verifier's read side: the verification queue and the exact tree to check.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
@@ -23,7 +28,14 @@ from studiolo.service._base import Base, check_id
 from studiolo.store import Tx
 from studiolo.store.evidence import receipt_body
 
-__all__ = ["EvidenceOps", "VerificationItem"]
+__all__ = [
+    "CandidateTree",
+    "EvidenceOps",
+    "TreeEntry",
+    "VerificationItem",
+    "parse_receipt_body",
+    "request_verification",
+]
 
 _BODY_KEYS = frozenset(
     {
@@ -40,6 +52,10 @@ _BODY_KEYS = frozenset(
         "log_digest",
     }
 )
+# Ed25519 signatures are 64 bytes: exactly 86 base64url characters, the last one carrying
+# two zero bits. Anything else (padding, junk the lenient decoder skips, other spare bits)
+# would be a second spelling of one signature, hence a second receipt id for one observation.
+_SIGNATURE_RE = re.compile(r"^[A-Za-z0-9_-]{85}[AQgw]$")
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,57 @@ class VerificationItem:
     dependency_digest: str
     files: Mapping[str, str | None]
     bases: Mapping[str, int]
+    file_deps: Mapping[str, int]
+    collection_deps: Mapping[str, int]
+    issuer: str  # the verifier principal this item was listed for (the receipt's `issuer`)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> VerificationItem:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    path: str
+    digest: str
+    revision: int | None  # None: a candidate file, not published yet
+    source: str  # "current", "declared" (a file dependency at its declared revision), "candidate"
+
+
+@dataclass(frozen=True)
+class CandidateTree:
+    """Exactly what a verifier materializes for a candidate, read in one transaction.
+
+    Every current file of the project, with each declared file dependency at its declared
+    revision and the candidate's files on top. `unreproducible` names declared
+    dependencies whose declared state the ledger cannot show (a collection that moved
+    since, a file revision that never existed); `withheld` names paths the caller may not
+    read. A verifier checks nothing when either is non-empty.
+    """
+
+    candidate_id: str
+    candidate_digest: str
+    dependency_digest: str
+    entries: tuple[TreeEntry, ...]
+    unreproducible: tuple[str, ...]
+    withheld: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CandidateTree:
+        return cls(
+            data["candidate_id"],
+            data["candidate_digest"],
+            data["dependency_digest"],
+            tuple(TreeEntry(**e) for e in data["entries"]),
+            tuple(data["unreproducible"]),
+            tuple(data["withheld"]),
+        )
 
 
 def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str, cand_id: str) -> Receipt:
@@ -78,8 +145,10 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
     for key in ("criterion", "checker", "issuer", "task_id", "attempt_id"):
         if not isinstance(body[key], str) or not body[key] or len(body[key]) > 200:
             raise InvalidRequest(f"receipt {key} must be a short string")
-    if not isinstance(signature, str) or not signature or len(signature) > 200:
-        raise InvalidRequest("a receipt needs a signature", reason="signature_invalid")
+    if not isinstance(signature, str) or not _SIGNATURE_RE.match(signature):
+        raise InvalidRequest(
+            "a receipt needs an Ed25519 signature: 86 base64url characters", reason="signature_invalid"
+        )
     rid = "rcp_" + digest_json({"body": dict(body), "signature": signature})[7:39]
     return Receipt(
         id=rid,
@@ -100,15 +169,37 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
     )
 
 
+def request_verification(tx: Tx, task: Task, cand: Candidate, actor: Principal) -> None:
+    """Announce, in the event stream, one verification request per criterion of a new candidate."""
+    for crit in task.contract.criteria:
+        Base.audit(
+            tx,
+            task.project_id,
+            "verification.requested",
+            actor,
+            cand.id,
+            task=task.id,
+            attempt=cand.attempt_id,
+            criterion=crit.id,
+            checker=crit.checker,
+            candidate_digest=cand.digest,
+            dependency_digest=cand.dependency_digest,
+        )
+
+
 class EvidenceOps(Base):
     def submit_receipt(
         self, caller: Principal, candidate_id: str, body: Mapping[str, Any], signature: str
     ) -> Receipt:
+        """Record a verifier's signed observation about one candidate (idempotent)."""
+
         def run(tx: Tx) -> Receipt:
             cand, task = self._candidate_for(tx, caller, candidate_id)
             receipt = parse_receipt_body(body, signature, task.project_id, cand.id)
             self._admit(tx, caller, task, receipt)
-            self._check_binding(cand, receipt)
+            self._check_binding(cand, task, receipt)
+            if receipt.log_digest is not None and not tx.content.has_blob(receipt.log_digest):
+                raise InvalidRequest("upload the log before the receipt", reason="blob_missing")
             if tx.evidence.receipt(receipt.id) is None:
                 tx.evidence.add_receipt(receipt, tx.now)
                 self.audit(
@@ -119,9 +210,11 @@ class EvidenceOps(Base):
                     receipt.id,
                     candidate=cand.id,
                     task=task.id,
+                    attempt=cand.attempt_id,
                     criterion=receipt.criterion,
                     checker=receipt.checker,
                     result=receipt.result.value,
+                    log_digest=receipt.log_digest,
                 )
             return receipt
 
@@ -145,17 +238,92 @@ class EvidenceOps(Base):
             raise InvalidRequest("the receipt signature does not verify", reason="signature_invalid")
 
     @staticmethod
-    def _check_binding(cand: Candidate, r: Receipt) -> None:
-        if (r.task_id, r.attempt_id, r.candidate_digest, r.dependency_digest) != (
+    def _check_binding(cand: Candidate, task: Task, r: Receipt) -> None:
+        if (r.task_id, r.attempt_id, r.contract_hash, r.candidate_digest, r.dependency_digest) != (
             cand.task_id,
             cand.attempt_id,
+            task.contract_hash,
             cand.digest,
             cand.dependency_digest,
         ):
             raise InvalidRequest(
-                "the receipt's bindings do not describe this candidate", reason="evidence_not_bound"
+                "the receipt's bindings do not describe this candidate under the task's contract",
+                reason="evidence_not_bound",
+            )
+        wanted = {c.id: c.checker for c in task.contract.criteria}
+        if wanted.get(r.criterion) != r.checker:
+            raise InvalidRequest(
+                f"the contract has no criterion {r.criterion!r} checked by {r.checker}",
+                reason="evidence_not_bound",
             )
 
+    # reuse -------------------------------------------------------------------
+    def reuse_receipt(self, caller: Principal, candidate_id: str, receipt_id: str) -> Receipt:
+        """Link an existing receipt about the same bytes to this candidate (explicit, audited).
+
+        Allowed only when the task's contract sets `allow_evidence_reuse`, by the candidate's
+        attempt owner, for a receipt whose criterion, checker version, candidate digest and
+        dependency-manifest digest all match, whose signature still verifies and whose
+        issuer is still admitted. The link is a new receipt id carrying the original signed
+        body; the completion predicate accepts a link only for the candidate it names.
+        """
+
+        def run(tx: Tx) -> Receipt:
+            cand, task = self._candidate_for(tx, caller, candidate_id)
+            if cand.attempt_id != task.current_attempt_id or not self._owns(tx, caller, cand):
+                raise NotAuthorized("only the owner of the candidate's attempt links evidence to it")
+            if not task.contract.allow_evidence_reuse:
+                raise NotAuthorized("this task's contract does not allow evidence reuse")
+            source = self._reusable(tx, task, cand, receipt_id)
+            link = replace(source, id=_link_id(source.id, cand.id), candidate_id=cand.id, reused=True)
+            if tx.evidence.receipt(link.id) is None:
+                tx.evidence.add_receipt(link, tx.now, reused_from=source.id)
+                self.audit(
+                    tx,
+                    task.project_id,
+                    "receipt.reused",
+                    caller,
+                    link.id,
+                    source=source.id,
+                    candidate=cand.id,
+                    task=task.id,
+                    attempt=cand.attempt_id,
+                    criterion=source.criterion,
+                    checker=source.checker,
+                    result=source.result.value,
+                )
+            return tx.evidence.receipt(link.id) or link
+
+        return self.store.write(run)
+
+    @staticmethod
+    def _owns(tx: Tx, caller: Principal, cand: Candidate) -> bool:
+        attempt = tx.work.attempt(cand.attempt_id)
+        return attempt is not None and attempt.principal_id == caller.id
+
+    def _reusable(self, tx: Tx, task: Task, cand: Candidate, receipt_id: str) -> Receipt:
+        source = tx.evidence.receipt(check_id(receipt_id, "receipt id"))
+        if source is None or source.project_id != task.project_id:
+            raise NotFound(f"receipt {receipt_id} not found")
+        if source.reused:
+            raise InvalidRequest("link the original receipt, not another link", reason="evidence_not_bound")
+        wanted = {c.id: c.checker for c in task.contract.criteria}
+        same = (source.candidate_digest, source.dependency_digest) == (cand.digest, cand.dependency_digest)
+        if not same or wanted.get(source.criterion) != source.checker:
+            raise InvalidRequest(
+                "reuse needs the same criterion, checker version, candidate digest and dependency digest",
+                reason="evidence_not_bound",
+            )
+        name, _, version = source.checker.partition("@")
+        checker = tx.access.checker(task.project_id, name, version)
+        issuer = tx.access.principal(source.issuer_id)
+        if checker is None or issuer is None or issuer.id not in checker.verifiers:
+            raise NotAuthorized("the receipt's issuer is no longer admitted", reason="verifier_not_admitted")
+        if not issuer.public_key or not verify(issuer.public_key, receipt_body(source), source.signature):
+            raise InvalidRequest("the receipt signature does not verify", reason="signature_invalid")
+        return source
+
+    # reads -------------------------------------------------------------------
     def receipts(self, caller: Principal, candidate_id: str) -> list[Receipt]:
         def run(tx: Tx) -> list[Receipt]:
             cand, _task = self._candidate_for(tx, caller, candidate_id)
@@ -176,7 +344,10 @@ class EvidenceOps(Base):
     def verification_queue(
         self, caller: Principal, project_id: str, limit: int = 50
     ) -> list[VerificationItem]:
-        """Criteria of current candidates that the caller is admitted to check and has not."""
+        """Criteria of the current attempts' candidates that the caller is admitted to check and
+        nobody has checked yet."""
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidRequest("limit is 1..1000")
 
         def run(tx: Tx) -> list[VerificationItem]:
             self.require_project(tx, caller, project_id)
@@ -184,7 +355,7 @@ class EvidenceOps(Base):
             mine = {c.ref: c for c in tx.access.checkers(project_id) if caller.id in c.verifiers}
             items: list[VerificationItem] = []
             for task in tx.work.tasks(project_id, TaskStatus.CLAIMED, limit=10_000):
-                items.extend(self._work_for(tx, task, mine))
+                items.extend(self._work_for(tx, caller, task, mine))
                 if len(items) >= limit:
                     break
             return items[:limit]
@@ -192,11 +363,12 @@ class EvidenceOps(Base):
         return self.store.read(run)
 
     @staticmethod
-    def _work_for(tx: Tx, task: Task, mine: Mapping[str, Any]) -> list[VerificationItem]:
+    def _work_for(tx: Tx, caller: Principal, task: Task, mine: Mapping[str, Any]) -> list[VerificationItem]:
         if task.current_attempt_id is None:
             return []
         out = []
-        for cand in tx.content.candidates_of_attempt(task.current_attempt_id)[-1:]:
+        # Every candidate of the current attempt (the worker may cite any of them), newest first.
+        for cand in reversed(tx.content.candidates_of_attempt(task.current_attempt_id)):
             done = {(r.criterion, r.checker) for r in tx.evidence.receipts_of_candidate(cand.id)}
             for crit in task.contract.criteria:
                 checker = mine.get(crit.checker)
@@ -217,9 +389,32 @@ class EvidenceOps(Base):
                         cand.dependency_digest,
                         dict(cand.files),
                         dict(cand.bases),
+                        dict(cand.file_deps),
+                        dict(cand.collection_deps),
+                        caller.id,
                     )
                 )
         return out
+
+    def candidate_tree(self, caller: Principal, candidate_id: str) -> CandidateTree:
+        """The file tree a verifier must check for a candidate (see `CandidateTree`)."""
+
+        def run(tx: Tx) -> CandidateTree:
+            cand, task = self._candidate_for(tx, caller, candidate_id)
+            self.require(tx, caller, task.project_id, Action.VERIFY)
+            files, unreproducible = _declared_tree(tx, task.project_id, cand)
+            grants = self.grants(tx, caller, task.project_id)
+            withheld = tuple(
+                p
+                for p in sorted(files)
+                if not caller.is_service_admin and not any(g.covers(Action.READ, p) for g in grants)
+            )
+            entries = tuple(files[p] for p in sorted(files) if p not in withheld)
+            return CandidateTree(
+                cand.id, cand.digest, cand.dependency_digest, entries, unreproducible, withheld
+            )
+
+        return self.store.read(run)
 
     def _candidate_for(self, tx: Tx, caller: Principal, candidate_id: str) -> tuple[Candidate, Task]:
         found = tx.content.candidate(check_id(candidate_id, "candidate id"))
@@ -227,3 +422,32 @@ class EvidenceOps(Base):
         if found is None or task is None or not self.may_read_task(tx, caller, task):
             raise NotFound(f"candidate {candidate_id} not found")
         return found[1], task
+
+
+def _link_id(source_id: str, candidate_id: str) -> str:
+    return "rcp_" + digest_json({"reuse": source_id, "candidate": candidate_id})[7:39]
+
+
+def _declared_tree(tx: Tx, project_id: str, cand: Candidate) -> tuple[dict[str, TreeEntry], tuple[str, ...]]:
+    files = {
+        a.path: TreeEntry(a.path, a.digest, a.revision, "current")
+        for a in tx.content.artifacts(project_id)
+        if a.digest is not None
+    }
+    unreproducible: list[str] = []
+    for path, rev in sorted(cand.file_deps.items()):
+        files.pop(path, None)
+        if rev == 0:
+            continue  # declared as absent
+        old = [h for h in tx.content.history(project_id, path) if h["revision"] == rev]
+        if not old:
+            unreproducible.append(path)
+        elif old[0]["digest"] is not None:
+            files[path] = TreeEntry(path, old[0]["digest"], rev, "declared")
+    now = tx.content.collection_revisions(project_id, cand.collection_deps)
+    unreproducible.extend(p for p, rev in sorted(cand.collection_deps.items()) if now[p] != rev)
+    for path, digest in cand.files.items():
+        files.pop(path, None)
+        if digest is not None:
+            files[path] = TreeEntry(path, digest, None, "candidate")
+    return files, tuple(unreproducible)

@@ -56,6 +56,10 @@ class ContentRepo:
         refs = {r[0] for r in self._c.execute(select(s.artifact_revisions.c.digest)) if r[0]}
         for row in self._c.execute(select(s.candidates.c.manifest)):
             refs.update(d for d in loads(row.manifest)["files"].values() if d)
+        for row in self._c.execute(select(s.receipts.c.body)):
+            log = loads(row.body).get("log_digest")
+            if log:
+                refs.add(log)  # a receipt's log is evidence too: keep it as long as the receipt
         return refs
 
     # artifacts

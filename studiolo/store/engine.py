@@ -1,36 +1,78 @@
 """The storage port: one `Store` that runs functions inside serializable transactions.
 
-SQLite: WAL, `BEGIN IMMEDIATE` for every write (one writer at a time, so the state a
-transaction reads is the state it commits on). PostgreSQL: SERIALIZABLE with bounded,
-jittered retry on serialization failures.
+Every write appends to the one hash-chained audit log, so any two writes conflict: the
+log is a total order. Both back-ends therefore run writers one at a time and make every
+transaction read the state the previous one committed.
+
+SQLite: WAL, `BEGIN IMMEDIATE` for every write (one writer at a time, across processes).
+
+PostgreSQL: the *writer gate*. A writer takes a process-local lock and then the session
+advisory lock `WRITER_GATE` *before* `BEGIN ISOLATION LEVEL SERIALIZABLE`, so its snapshot
+is taken after the previous writer committed; it releases the lock after `COMMIT`. This is
+PostgreSQL's `BEGIN IMMEDIATE`. SERIALIZABLE stays on underneath: a writer that bypasses the
+gate (another tool, or a back-end without advisory locks such as CockroachDB) is still
+serialized by the database, and serialization failures (40001, 40P01) are retried a
+bounded number of times with full jitter. Readers run REPEATABLE READ, READ ONLY: one
+consistent snapshot, no gate.
+
+The authority clock is read once per transaction, after the gate: the database server's
+clock on PostgreSQL (`clock_timestamp()`), the injected service clock on SQLite; on both it
+is guarded by `meta.clock_last` so it never moves backwards within an incarnation.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
+from studiolo.store import migrations
 from studiolo.store.access import AccessRepo
 from studiolo.store.audit import AuditRepo, MetaRepo
 from studiolo.store.content import ContentRepo
 from studiolo.store.evidence import EvidenceRepo
-from studiolo.store.schema import metadata
 from studiolo.store.work import WorkRepo
 
-__all__ = ["Store", "Tx"]
+__all__ = ["WRITER_GATE", "ClockSource", "Store", "Tx"]
 
 T = TypeVar("T")
 Clock = Callable[[], float]
+ClockSource = Literal["database", "service"]
 
-_RETRYABLE_SQLSTATES = {"40001", "40P01"}
+WRITER_GATE = 0x5354_4C4F_0001  # pg_advisory_lock key of the writer gate ("STLO" 1)
+MIGRATION_LOCK = 0x5354_4C4F_0002  # held while migrating or restoring
+
+_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
+_BACKOFF_BASE = 0.002
+_BACKOFF_CAP = 0.25
+
+# One round trip: the guarded server clock (persisted when writing) and the incarnation.
+_PG_CLOCK_WRITE = """
+WITH bumped AS (
+  UPDATE meta
+     SET value = CAST(GREATEST(CAST(value AS DOUBLE PRECISION),
+                               CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)) AS TEXT)
+   WHERE key = 'clock_last'
+  RETURNING value)
+SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
+       (SELECT value FROM bumped) AS last,
+       (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation
+"""
+_PG_NOW = "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
+_PG_CLOCK_READ = """
+SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
+       (SELECT value FROM meta WHERE key = 'clock_last') AS last,
+       (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation
+"""
 
 
 @dataclass
@@ -49,55 +91,182 @@ class Tx:
 
 
 class Store:
-    def __init__(self, url: str, *, clock: Clock = time.time, max_retries: int = 8) -> None:
+    """The ledger's storage. `write(fn)` and `read(fn)` run `fn(tx)` in one transaction.
+
+    `fn` may run more than once (a retried serialization failure), so it must not have
+    side effects outside the transaction.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock = time.time,
+        clock_source: ClockSource | None = None,
+        max_retries: int = 8,
+        pool_size: int = 5,
+        max_overflow: int = 5,
+        writer_gate: bool | None = None,
+    ) -> None:
         self.url = url
         self._clock = clock
         self._max_retries = max_retries
         self.dialect = make_url(url).get_backend_name()
-        self.engine: Engine = _make_engine(url, self.dialect)
+        self.is_sqlite = self.dialect == "sqlite"
+        # Tests that need a controllable clock on PostgreSQL pass clock_source="service".
+        self.clock_source: ClockSource = clock_source or ("service" if self.is_sqlite else "database")
+        if self.is_sqlite and self.clock_source == "database":
+            raise ValueError("SQLite has no server clock: use clock_source='service'")
+        self.writer_gate = (self.dialect == "postgresql") if writer_gate is None else writer_gate
+        self.engine: Engine = _make_engine(url, self.dialect, pool_size, max_overflow)
+        self._local_writer = threading.Lock()  # one writer per process waits on the gate
+        self.retries = 0  # serialization failures retried (for metrics and tests)
+
+    # schema ---------------------------------------------------------------------
+    def upgrade(self, revision: str = "head") -> str:
+        """Run the Alembic migrations (both back-ends share them); return the new revision."""
+        with self.engine.connect() as conn, self._exclusive(conn):
+            migrations.upgrade(conn, revision)
+            return migrations.current(conn) or ""
 
     def create_schema(self) -> None:
-        metadata.create_all(self.engine)
+        """Kept for callers of the first cut: the schema comes from the migrations."""
+        self.upgrade()
+
+    def schema_revision(self) -> str | None:
+        with self.engine.connect() as conn:
+            return migrations.current(conn)
 
     def dispose(self) -> None:
         self.engine.dispose()
 
+    # transactions ---------------------------------------------------------------
     def write(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in one serializable write transaction; retry on serialization failure."""
-        for attempt in range(self._max_retries + 1):
-            try:
-                with self._transaction(write=True) as tx:
-                    return fn(tx)
-            except (OperationalError, IntegrityError, DBAPIError) as exc:
-                if attempt >= self._max_retries or not self._retryable(exc):
-                    raise
-                time.sleep(random.uniform(0, 0.002 * 2**attempt))
-        raise AssertionError("unreachable")
+
+        def once() -> T:
+            with self._local_writer, self._transaction(write=True) as tx:
+                return fn(tx)
+
+        return self._with_retry(once)
 
     def read(self, fn: Callable[[Tx], T]) -> T:
-        with self._transaction(write=False) as tx:
-            return fn(tx)
+        """Run `fn` on one consistent snapshot (no writes)."""
+
+        def once() -> T:
+            with self._transaction(write=False) as tx:
+                return fn(tx)
+
+        return self._with_retry(once)
+
+    def _with_retry(self, once: Callable[[], T]) -> T:
+        """Bounded retry with full jitter: serialization failures, deadlocks, a busy SQLite
+        file, and a connection found dead before `fn` ran. Anything else propagates."""
+        for attempt in range(self._max_retries + 1):
+            try:
+                return once()
+            except (DBAPIError, _Reconnect) as exc:
+                if attempt >= self._max_retries or not self._retryable(exc):
+                    raise
+                self.retries += 1
+                time.sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))
+        raise AssertionError("unreachable")
 
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Tx]:
-        with self.engine.connect() as conn:
-            if self.dialect == "sqlite":
-                conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-            else:
-                conn = conn.execution_options(isolation_level="SERIALIZABLE")
-                conn.begin()
+    def exclusive(self) -> Iterator[Connection]:
+        """A connection inside one write transaction that holds every lock writers take.
+
+        For whole-ledger operations (restore): no writer and no migration runs meanwhile.
+        """
+        with self._local_writer, self.engine.connect() as conn, self._exclusive(conn):
+            yield conn
+
+    def tx_on(self, conn: Connection, *, write: bool) -> Tx:
+        """A `Tx` over a connection already inside a transaction (from `exclusive()`)."""
+        return self._open(conn, write=write)
+
+    @contextmanager
+    def _exclusive(self, conn: Connection) -> Iterator[None]:
+        if self.is_sqlite:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
             try:
-                tx = self._open(conn, write=write)
-                yield tx
+                yield
             except BaseException:
                 conn.rollback()
                 raise
             conn.commit()
+            return
+        with self._session_lock(conn, MIGRATION_LOCK), self._gated(conn), conn.begin():
+            yield
+
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[Tx]:
+        with self.engine.connect() as conn:
+            if self.is_sqlite:
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+                yield from self._run(conn, write=write)
+                return
+            if write:
+                with self._gated(conn):
+                    conn = conn.execution_options(isolation_level="SERIALIZABLE")
+                    conn.begin()
+                    yield from self._run(conn, write=True)
+                return
+            conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            conn.begin()
+            yield from self._run(conn, write=False)
+
+    def _run(self, conn: Connection, *, write: bool) -> Iterator[Tx]:
+        try:
+            try:
+                tx = self._open(conn, write=write)
+            except DBAPIError as exc:
+                if exc.connection_invalidated:  # a pooled connection that died: nothing ran
+                    raise _Reconnect(str(exc)) from exc
+                raise
+            yield tx
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+    @contextmanager
+    def _gated(self, conn: Connection) -> Iterator[None]:
+        if not self.writer_gate:
+            yield
+            return
+        with self._session_lock(conn, WRITER_GATE):
+            yield
+
+    @contextmanager
+    def _session_lock(self, conn: Connection, key: int) -> Iterator[None]:
+        """A PostgreSQL session advisory lock taken outside any transaction (so the next
+        snapshot is taken after it is granted) and released after the commit. A connection
+        that cannot release it is invalidated: closing the session releases the lock."""
+        raw: Any = conn.connection.dbapi_connection
+        try:
+            _autocommit_execute(raw, "SELECT pg_advisory_lock(%s)", key)
+        except psycopg.OperationalError as exc:
+            conn.invalidate()
+            raise _Reconnect(str(exc)) from exc
+        try:
+            yield
+        finally:
+            try:
+                if conn.in_transaction():
+                    conn.rollback()
+                _autocommit_execute(raw, "SELECT pg_advisory_unlock(%s)", key)
+            except Exception:
+                conn.invalidate()
+                raise
 
     def _open(self, conn: Connection, *, write: bool) -> Tx:
         meta = MetaRepo(conn)
-        incarnation = meta.get("incarnation") or ""
-        now = self._authority_now(conn, meta, write=write)
+        if self.is_sqlite or self.clock_source == "service":
+            incarnation = meta.get("incarnation") or ""
+            now = self._service_now(meta, write=write)
+        else:
+            now, incarnation = self._database_now(conn, meta, write=write)
         return Tx(
             conn=conn,
             access=AccessRepo(conn),
@@ -110,28 +279,53 @@ class Store:
             incarnation=incarnation,
         )
 
-    def _authority_now(self, conn: Connection, meta: MetaRepo, *, write: bool) -> float:
-        if self.dialect == "postgresql":
-            value = conn.exec_driver_sql("SELECT EXTRACT(EPOCH FROM clock_timestamp())").scalar()
-            return float(value)  # type: ignore[arg-type]
+    def authority_clock(self, conn: Connection) -> float:
+        """The authority's clock right now, unguarded (a restore starts its guard afresh)."""
+        if self.clock_source == "service":
+            return float(self._clock())
+        return float(conn.exec_driver_sql(_PG_NOW).scalar_one())
+
+    def _service_now(self, meta: MetaRepo, *, write: bool) -> float:
         last = float(meta.get("clock_last") or 0.0)
         now = max(self._clock(), last)
         if write and now > last:
             meta.set("clock_last", repr(now))
         return now
 
-    def _retryable(self, exc: Exception) -> bool:
-        if self.dialect == "sqlite":
-            return "locked" in str(exc) or "busy" in str(exc)
-        orig: Any = getattr(exc, "orig", None)
-        state = getattr(orig, "sqlstate", None)
-        if state in _RETRYABLE_SQLSTATES:
+    @staticmethod
+    def _database_now(conn: Connection, meta: MetaRepo, *, write: bool) -> tuple[float, str]:
+        row = conn.exec_driver_sql(_PG_CLOCK_WRITE if write else _PG_CLOCK_READ).one()
+        server = float(row.now)
+        now = max(server, float(row.last)) if row.last is not None else server
+        if write and row.last is None:
+            meta.set("clock_last", repr(now))  # first write of a fresh ledger
+        return now, row.incarnation or ""
+
+    def _retryable(self, exc: DBAPIError | _Reconnect) -> bool:
+        if isinstance(exc, _Reconnect):
             return True
-        # Two appends racing for the next audit sequence number: serialize by retrying.
-        return state == "23505" and "events_pkey" in str(exc)
+        if self.is_sqlite:
+            text = str(exc.orig)
+            return "locked" in text or "busy" in text
+        state = getattr(exc.orig, "sqlstate", None)
+        return state in _RETRYABLE_SQLSTATES
 
 
-def _make_engine(url: str, dialect: str) -> Engine:
+class _Reconnect(Exception):
+    """A connection was found dead before the transaction's function ran: safe to retry."""
+
+
+def _autocommit_execute(raw: Any, sql: str, key: int) -> None:
+    if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raw.rollback()
+    raw.autocommit = True
+    try:
+        raw.execute(sql, (key,))
+    finally:
+        raw.autocommit = False
+
+
+def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int) -> Engine:
     if dialect == "sqlite":
         engine = create_engine(
             url,
@@ -139,7 +333,13 @@ def _make_engine(url: str, dialect: str) -> Engine:
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_recycle=1800,
+        connect_args={"application_name": "studiolo"},
+    )
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -19,7 +19,15 @@ from sqlalchemy import (
 
 __all__ = ["metadata"]
 
-metadata = MetaData()
+# Named constraints: Alembic can then alter them on SQLite (batch mode) and PostgreSQL alike.
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
 
 ID = 64  # ids are short random strings with a type prefix
 

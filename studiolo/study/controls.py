@@ -21,6 +21,7 @@ from studiolo.study.world import Candidate, Contract, World
 
 __all__ = ["EXPECTED", "Control", "ControlResult", "run_controls"]
 
+
 class Control(StrEnum):
     UNTRUSTED_RECEIPT = "untrusted-receipt"
     WRONG_CANDIDATE = "wrong-candidate"
@@ -61,9 +62,7 @@ _SPECS: Mapping[Control, _Spec] = MappingProxyType(
         Control.WRONG_CANDIDATE: _Spec(
             "evidence for the wrong candidate", WorkerPlan(evidence=_other_candidate)
         ),
-        Control.WRONG_DIGEST: _Spec(
-            "evidence with the wrong digest", WorkerPlan(evidence=_other_bytes)
-        ),
+        Control.WRONG_DIGEST: _Spec("evidence with the wrong digest", WorkerPlan(evidence=_other_bytes)),
         Control.WRONG_TASK: _Spec(
             "a consistent submission under another task's contract",
             WorkerPlan(claimed_contract_hash=OTHER_TASK.contract_hash()),
@@ -96,16 +95,12 @@ _CONTRACT_OBLIGATIONS = (Control.WRONG_TASK, Control.WRONG_CONTRACT)
 EXPECTED: Mapping[str, Mapping[Control, bool]] = MappingProxyType(
     {
         # report §6.4: "The full mechanism rejects all six" and accepts the seventh.
-        "full-atomic": MappingProxyType(
-            {c: c is Control.INADEQUATE_CHECKER for c in Control}
-        ),
+        "full-atomic": MappingProxyType({c: c is Control.INADEQUATE_CHECKER for c in Control}),
         # "Omitting evidence admits the forged, wrong-candidate, wrong-digest, and
         # checker-rejection cases; omitting contract binding admits the wrong-task
         # and wrong-contract cases."
         "no-evidence": MappingProxyType({c: c in _EVIDENCE_OBLIGATIONS for c in _INVALID}),
-        "no-contract-binding": MappingProxyType(
-            {c: c in _CONTRACT_OBLIGATIONS for c in _INVALID}
-        ),
+        "no-contract-binding": MappingProxyType({c: c in _CONTRACT_OBLIGATIONS for c in _INVALID}),
     }
 )
 
@@ -132,10 +127,6 @@ def run_controls() -> tuple[ControlResult, ...]:
 
 def _run(control: Control, spec: _Spec) -> ControlResult:
     setup = study_setup(spec.pinned)
-    accepted = tuple(
-        (m.mechanism_id, execute(MAIN_CHAIN, m, setup, spec.plan).accepted) for m in MECHANISMS
-    )
-    expected = tuple(
-        (mechanism, wants[control]) for mechanism, wants in EXPECTED.items() if control in wants
-    )
+    accepted = tuple((m.mechanism_id, execute(MAIN_CHAIN, m, setup, spec.plan).accepted) for m in MECHANISMS)
+    expected = tuple((mechanism, wants[control]) for mechanism, wants in EXPECTED.items() if control in wants)
     return ControlResult(control, spec.description, accepted, expected)

@@ -27,7 +27,7 @@ from studiolo.study.world import (
     digest,
 )
 
-__all__ = ["WorkerPlan", "STEPS", "execute", "honest_answer"]
+__all__ = ["HONEST", "STEPS", "WorkerPlan", "execute", "honest_answer"]
 
 
 def honest_answer(value: int) -> bytes:
@@ -50,6 +50,9 @@ class WorkerPlan:
     answer: Callable[[int], bytes] = honest_answer
     claimed_contract_hash: str | None = None
     evidence: EvidenceStep = verify_working_copy
+
+
+HONEST = WorkerPlan()
 
 
 @dataclass(slots=True)
@@ -160,12 +163,10 @@ STEPS: Mapping[Event, Callable[[_Run], None]] = MappingProxyType(
 )
 
 
-def execute(
-    schedule: Schedule, mechanism: Mechanism, setup: Setup, plan: WorkerPlan | None = None
-) -> Decision:
+def execute(schedule: Schedule, mechanism: Mechanism, setup: Setup, plan: WorkerPlan = HONEST) -> Decision:
     """Run ``schedule`` under ``mechanism``; replay-check an accepted decision."""
     world = World.new(setup)
-    run = _Run(world, mechanism, plan or WorkerPlan(), attempt=world.attempt)
+    run = _Run(world, mechanism, plan, attempt=world.attempt)
     for event in schedule:
         STEPS[event](run)
     if run.completion is None or run.completion.status is not CompletionStatus.ACCEPTED:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from studiolo.study.world import CHECKERS, CompletionRequest, VerificationRecord, World
+from studiolo.study.world import CHECKERS, CompletionRequest, VerificationRecord, World, digest
 
 __all__ = ["MECHANISMS", "Check", "Mechanism", "Verdict", "mechanism"]
 
@@ -65,23 +65,23 @@ def _artifact_binding(world: World, q: CompletionRequest) -> bool:
     return (
         candidate is not None
         and candidate.digest == q.candidate_digest
-        and world.working_digest == candidate.digest
+        and digest(world.working_copy) == candidate.digest
     )
 
 
 def _evidence(world: World, q: CompletionRequest) -> bool:
     """Every cited receipt is protected and bound to the request; all criteria pass."""
     contract = world.setup.contracts.get(q.contract_hash)
-    records = [world.evidence.get(receipt_id) for receipt_id in q.evidence_ids]
-    if contract is None or not records:
+    if contract is None or not q.evidence_ids:
         return False
-    bound = [r for r in records if r is not None and _binds(r, q, contract.task, world)]
-    if len(bound) != len(records):
-        return False
-    return all(
-        any(r.criterion == criterion and r.checker == checker and r.passed for r in bound)
-        for criterion, checker in contract.criteria
-    )
+    passing: set[tuple[str, str]] = set()
+    for receipt_id in q.evidence_ids:
+        record = world.evidence.get(receipt_id)
+        if record is None or not _binds(record, q, contract.task, world):
+            return False
+        if record.passed:
+            passing.add((record.criterion, record.checker))
+    return all(criterion in passing for criterion in contract.criteria)
 
 
 def _binds(record: VerificationRecord, q: CompletionRequest, task: str, world: World) -> bool:
@@ -123,7 +123,7 @@ _PREDICATES: Mapping[Check, Predicate] = MappingProxyType(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """Accept, or reject with the first failing check (checks run in order)."""
 
@@ -171,9 +171,14 @@ def _without(*removed: Check) -> tuple[Check, ...]:
 
 
 MECHANISMS: tuple[Mechanism, ...] = (
+    # Every check, evaluated at commit together with the terminal write.
     Mechanism("full-atomic", _FULL),
+    # The same checks evaluated at preflight; commit trusts that verdict.
     Mechanism("split-preflight", _FULL, reuse_preflight=True),
+    # Ownership and time window only.
     Mechanism("attempt-lease-only", (*_ATTEMPT, Check.LEASE)),
+    # Ablations: the full contract minus one obligation (attempt binding = caller,
+    # attempt id and fence together).
     Mechanism("no-attempt-binding", _without(*_ATTEMPT)),
     Mechanism("no-fence", _without(Check.FENCE)),
     Mechanism("no-lease", _without(Check.LEASE)),
@@ -182,7 +187,9 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("no-artifact-binding", _without(Check.ARTIFACT_BINDING)),
     Mechanism("no-evidence", _without(Check.EVIDENCE)),
     Mechanism("no-contract-binding", _without(Check.CONTRACT_BINDING)),
+    # Overstrict: also demands the newest default policy.
     Mechanism("latest-policy", (*_FULL, Check.LATEST_POLICY)),
+    # Accepts whatever the worker reports.
     Mechanism("report-only", ()),
 )
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from studiolo.study.result import StudyResult
 from studiolo.study.table import Outcome
 
-__all__ = ["Comparison", "compare"]
+__all__ = ["Comparison", "compare", "reproduced"]
 
 Getter = Callable[[StudyResult], int]
 
@@ -97,3 +97,14 @@ def _replays_passed(mechanism: str) -> Getter:
 def compare(result: StudyResult) -> tuple[Comparison, ...]:
     """Every published count beside the count ``result`` computed."""
     return tuple(Comparison(claim, n, get(result)) for claim, n, get in _claims())
+
+
+def reproduced(result: StudyResult) -> bool:
+    """Every published count matches and every internal check holds."""
+    return (
+        all(c.matches for c in compare(result))
+        and result.schedules.ok
+        and result.rows_sum_to_schedules
+        and result.replays_ok
+        and result.controls_match
+    )

@@ -83,10 +83,16 @@ class Scenario:
         return linear_extensions(self.events, self.precedence)
 
     def expected_orderings(self) -> int:
-        """Closed form, independent of the enumeration: (5+k)!/5!, halved per constraint."""
+        """Closed form, independent of the enumeration.
+
+        ``k`` events inserted among the five chain events: (5+k)!/5! orderings;
+        the expire-before-reassign constraint keeps half of them.
+        """
         k = len(self.environment)
-        constrained = len(self.precedence) - (len(MAIN_CHAIN) - 1)
-        return math.factorial(len(MAIN_CHAIN) + k) // math.factorial(len(MAIN_CHAIN)) // (2**constrained)
+        orderings = math.perm(len(MAIN_CHAIN) + k, k)
+        if len(self.precedence) > len(MAIN_CHAIN) - 1:
+            orderings //= 2
+        return orderings
 
 
 def scenarios() -> tuple[Scenario, ...]:

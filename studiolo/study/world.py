@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any
 
 import rfc8785
 
@@ -63,8 +64,19 @@ class Contract:
     policy: str
 
     def contract_hash(self) -> str:
-        document = {"task": self.task, "criteria": dict(self.criteria), "policy": self.policy}
+        document: dict[str, Any] = {
+            "task": self.task,
+            "criteria": dict(self.criteria),
+            "policy": self.policy,
+        }
         return digest(rfc8785.dumps(document))
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    attempt_id: str
+    principal: str
+    fence: int
 
 
 @dataclass(frozen=True)
@@ -81,21 +93,17 @@ class Setup:
     next_policy: str = "behavior-v2"
     contracts: Mapping[str, Contract] = field(init=False)
     pinned_hash: str = field(init=False)
+    first_attempt: Attempt = field(init=False)
 
     def __post_init__(self) -> None:
         known = {c.contract_hash(): c for c in (self.pinned, *self.registered)}
         object.__setattr__(self, "contracts", MappingProxyType(known))
         object.__setattr__(self, "pinned_hash", self.pinned.contract_hash())
+        first = Attempt(f"{self.pinned.task}/attempt-1", self.worker, fence=1)
+        object.__setattr__(self, "first_attempt", first)
 
 
-@dataclass(frozen=True)
-class Attempt:
-    attempt_id: str
-    principal: str
-    fence: int
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """An immutable byte snapshot prepared by an attempt, with its declared input."""
 
@@ -106,7 +114,7 @@ class Candidate:
     input_revision: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VerificationRecord:
     """A protected observation by the admitted verifier."""
 
@@ -123,7 +131,7 @@ class VerificationRecord:
     passed: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompletionRequest:
     """Q: what the worker submits; ``principal`` stands for the authenticated caller."""
 
@@ -138,7 +146,7 @@ class CompletionRequest:
     evidence_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CompletionReceipt:
     request_id: str
     attempt_id: str
@@ -153,7 +161,7 @@ class CompletionStatus(StrEnum):
     CONFLICT = "request_id_conflict"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Completion:
     status: CompletionStatus
     receipt: CompletionReceipt | None = None
@@ -169,7 +177,6 @@ class World:
     setup: Setup
     input_values: list[int]
     working_copy: bytes
-    working_digest: str
     attempt: Attempt
     attempts: dict[str, Attempt]
     lease_live: bool = True
@@ -182,12 +189,11 @@ class World:
 
     @classmethod
     def new(cls, setup: Setup) -> World:
-        first = Attempt(f"{setup.pinned.task}/attempt-1", setup.worker, fence=1)
+        first = setup.first_attempt
         return cls(
             setup=setup,
             input_values=[setup.initial_input],
             working_copy=setup.initial_artifact,
-            working_digest=digest(setup.initial_artifact),
             attempt=first,
             attempts={first.attempt_id: first},
             default_policy=setup.pinned.policy,
@@ -239,7 +245,6 @@ class World:
 
     def write_working_copy(self, data: bytes) -> None:
         self.working_copy = data
-        self.working_digest = digest(data)
 
     def verify(self, candidate_id: str, contract_hash: str, observed: bytes) -> tuple[str, ...]:
         """The admitted verifier checks ``observed`` bytes under every criterion."""

@@ -8,9 +8,23 @@ from pathlib import Path
 import studiolo
 
 PKG = Path(studiolo.__file__).parent
-FORBIDDEN_IN_CORE = ("studiolo.store", "studiolo.service", "studiolo.faces", "sqlalchemy", "fastapi",
-                     "starlette", "httpx", "psycopg", "typer", "time", "datetime", "random", "os",
-                     "socket", "sqlite3")
+FORBIDDEN_IN_CORE = (
+    "studiolo.store",
+    "studiolo.service",
+    "studiolo.faces",
+    "sqlalchemy",
+    "fastapi",
+    "starlette",
+    "httpx",
+    "psycopg",
+    "typer",
+    "time",
+    "datetime",
+    "random",
+    "os",
+    "socket",
+    "sqlite3",
+)
 
 
 def _imports(path: Path) -> set[str]:

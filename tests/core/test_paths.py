@@ -26,7 +26,18 @@ def test_aliases_collapse(raw: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    ["", "/", ".", "../etc/passwd", "src/../secret", "a/\x00b", "a\nb", "a/\x1bb", "x" * 2000, "a/" + "y" * 300],
+    [
+        "",
+        "/",
+        ".",
+        "../etc/passwd",
+        "src/../secret",
+        "a/\x00b",
+        "a\nb",
+        "a/\x1bb",
+        "x" * 2000,
+        "a/" + "y" * 300,
+    ],
 )
 def test_hostile_paths_rejected(raw: str) -> None:
     with pytest.raises(InvalidPath) as err:

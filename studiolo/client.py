@@ -1,0 +1,503 @@
+"""The Python client of Studiolo's HTTP API.
+
+    with Client("http://127.0.0.1:8765", token) as c:
+        task = c.claim(task_id)
+
+Every method mirrors one route and returns the route's typed response model (shared with
+the server: `studiolo.faces.http.schemas`). Errors come back as the same `StudioloError`
+subclasses the server raised, rebuilt from problem+json. Pass `transport=` (an
+`httpx.BaseTransport`, e.g. `httpx.MockTransport`) to talk to an app in-process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel, TypeAdapter
+
+from studiolo._exceptions import (
+    CompletionRejected,
+    Conflict,
+    InvalidPath,
+    InvalidRequest,
+    NotAuthorized,
+    NotFound,
+    PayloadTooLarge,
+    StudioloError,
+    Unauthenticated,
+)
+from studiolo.core.reasons import Reason
+from studiolo.faces.http import schemas as s
+from studiolo.keys import sign
+
+__all__ = ["Client", "Completed", "error_from_problem"]
+
+M = TypeVar("M", bound=BaseModel)
+_PREDICATES = frozenset(r.value for r in Reason)
+_BY_STATUS: dict[int, type[StudioloError]] = {
+    400: InvalidRequest,
+    401: Unauthenticated,
+    403: NotAuthorized,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    422: InvalidRequest,
+}
+
+
+@dataclass(frozen=True)
+class Completed:
+    """An accepted completion; `replay` is True when the server had seen the request id."""
+
+    completion: s.CompletionOut
+    replay: bool
+
+
+def error_from_problem(status: int, problem: Mapping[str, Any], *, completion: bool = False) -> StudioloError:
+    """Rebuild the server's exception from an RFC 9457 body."""
+    reason = str(problem.get("reason") or "internal_error")
+    detail = str(problem.get("detail") or reason)
+    failed = [str(f) for f in problem.get("failed") or [reason]]
+    if completion and status in (404, 409) and set(failed) <= _PREDICATES:
+        return CompletionRejected(failed, detail)
+    cls = InvalidPath if reason == "invalid_path" else _BY_STATUS.get(status, StudioloError)
+    exc = cls(detail, reason=reason, failed=failed)
+    exc.status = status
+    return exc
+
+
+class Client:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        project: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=base_url, headers=headers, transport=transport, timeout=timeout)
+        self._project = project
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # plumbing ----------------------------------------------------------------
+    def _send(self, method: str, url: str, *, completion: bool = False, **kw: Any) -> httpx.Response:
+        response = self._http.request(method, url, **kw)
+        if response.status_code >= 400:
+            raise _error(response, completion=completion)
+        return response
+
+    def _one(self, model: type[M], method: str, url: str, **kw: Any) -> M:
+        return model.model_validate_json(self._send(method, url, **kw).content)
+
+    def _many(self, model: type[M], url: str, **kw: Any) -> list[M]:
+        return TypeAdapter(list[model]).validate_json(self._send("GET", url, **kw).content)  # type: ignore[valid-type]
+
+    def project_id(self, project: str | None = None) -> str:
+        """The named project, else the client's, else the token's own project."""
+        if project or self._project:
+            return str(project or self._project)
+        self._project = self.me().project_id
+        if self._project is None:
+            raise InvalidRequest("a service admin token needs a project: pass project=")
+        return self._project
+
+    def _p(self, project: str | None) -> str:
+        return f"/v1/projects/{quote(self.project_id(project), safe='')}"
+
+    # operations --------------------------------------------------------------
+    def healthz(self) -> s.HealthOut:
+        return self._one(s.HealthOut, "GET", "/healthz")
+
+    def metrics(self) -> str:
+        return self._send("GET", "/metrics").text
+
+    def jwks(self) -> dict[str, Any]:
+        data: dict[str, Any] = self._send("GET", "/.well-known/jwks.json").json()
+        return data
+
+    # admin -------------------------------------------------------------------
+    def me(self) -> s.PrincipalOut:
+        return self._one(s.PrincipalOut, "GET", "/v1/me")
+
+    def projects(self) -> list[s.ProjectOut]:
+        return self._many(s.ProjectOut, "/v1/projects")
+
+    def create_project(self, name: str) -> s.ProjectOut:
+        return self._one(s.ProjectOut, "POST", "/v1/projects", json={"name": name})
+
+    def orientation(self, project: str | None = None) -> s.OrientationOut:
+        return self._one(s.OrientationOut, "GET", f"{self._p(project)}/orientation")
+
+    def add_principal(
+        self, name: str, kind: str, public_key: str | None = None, *, project: str | None = None
+    ) -> s.IssuedOut:
+        body = {"name": name, "kind": kind, "public_key": public_key}
+        return self._one(s.IssuedOut, "POST", f"{self._p(project)}/principals", json=body)
+
+    def principals(self, project: str | None = None) -> list[s.PrincipalOut]:
+        return self._many(s.PrincipalOut, f"{self._p(project)}/principals")
+
+    def rotate_token(self, principal_id: str) -> s.IssuedOut:
+        return self._one(s.IssuedOut, "POST", f"/v1/principals/{_seg(principal_id)}/tokens")
+
+    def revoke_tokens(self, principal_id: str) -> int:
+        out = self._one(s.RevokedOut, "POST", f"/v1/principals/{_seg(principal_id)}/tokens/revoke")
+        return out.revoked
+
+    def set_public_key(self, principal_id: str, public_key: str) -> s.PrincipalOut:
+        url = f"/v1/principals/{_seg(principal_id)}/public-key"
+        return self._one(s.PrincipalOut, "PUT", url, json={"public_key": public_key})
+
+    def grant(
+        self,
+        principal_id: str,
+        actions: Iterable[str],
+        scope: Iterable[str] = ("**",),
+        *,
+        project: str | None = None,
+    ) -> s.GrantOut:
+        body = {"principal_id": principal_id, "actions": list(actions), "scope": list(scope)}
+        return self._one(s.GrantOut, "POST", f"{self._p(project)}/grants", json=body)
+
+    def grants(self, project: str | None = None) -> list[s.GrantOut]:
+        return self._many(s.GrantOut, f"{self._p(project)}/grants")
+
+    def revoke_grant(self, grant_id: str) -> s.GrantOut:
+        return self._one(s.GrantOut, "POST", f"/v1/grants/{_seg(grant_id)}/revoke")
+
+    def publish_policy(self, text: str, *, project: str | None = None) -> s.PolicyOut:
+        return self._one(s.PolicyOut, "POST", f"{self._p(project)}/policies", json={"text": text})
+
+    def policies(self, project: str | None = None) -> list[s.PolicyOut]:
+        return self._many(s.PolicyOut, f"{self._p(project)}/policies")
+
+    def register_checker(
+        self,
+        name: str,
+        version: str,
+        kind: str = "command",
+        config: Mapping[str, Any] | None = None,
+        verifiers: Iterable[str] = (),
+        *,
+        project: str | None = None,
+    ) -> s.CheckerOut:
+        body = {
+            "name": name,
+            "version": version,
+            "kind": kind,
+            "config": dict(config or {}),
+            "verifiers": list(verifiers),
+        }
+        return self._one(s.CheckerOut, "POST", f"{self._p(project)}/checkers", json=body)
+
+    def checkers(self, project: str | None = None) -> list[s.CheckerOut]:
+        return self._many(s.CheckerOut, f"{self._p(project)}/checkers")
+
+    # tasks and attempts --------------------------------------------------------
+    def create_task(
+        self,
+        title: str,
+        *,
+        criteria: Mapping[str, str],
+        scope: Iterable[str],
+        description: str = "",
+        policy_version: int | None = None,
+        requires_deployment: bool = False,
+        allow_evidence_reuse: bool = False,
+        project: str | None = None,
+    ) -> s.TaskOut:
+        body = {
+            "title": title,
+            "description": description,
+            "criteria": dict(criteria),
+            "scope": list(scope),
+            "policy_version": policy_version,
+            "requires_deployment": requires_deployment,
+            "allow_evidence_reuse": allow_evidence_reuse,
+        }
+        return self._one(s.TaskOut, "POST", f"{self._p(project)}/tasks", json=body)
+
+    def tasks(
+        self, status: str | None = None, limit: int = 200, offset: int = 0, *, project: str | None = None
+    ) -> list[s.TaskSummaryOut]:
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if status:
+            params["status"] = status
+        return self._many(s.TaskSummaryOut, f"{self._p(project)}/tasks", params=params)
+
+    def task(self, task_id: str) -> s.TaskViewOut:
+        return self._one(s.TaskViewOut, "GET", f"/v1/tasks/{_seg(task_id)}")
+
+    def cancel(self, task_id: str, reason: str = "") -> s.TaskOut:
+        return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/cancel", json={"reason": reason})
+
+    def migrate(
+        self,
+        task_id: str,
+        *,
+        criteria: Mapping[str, str] | None = None,
+        scope: Iterable[str] | None = None,
+        policy_version: int | None = None,
+    ) -> s.TaskOut:
+        body = {
+            "criteria": dict(criteria) if criteria is not None else None,
+            "scope": list(scope) if scope is not None else None,
+            "policy_version": policy_version,
+        }
+        return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/migrate", json=body)
+
+    def claim(self, task_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
+        url = f"/v1/tasks/{_seg(task_id)}/attempts"
+        return self._one(s.AttemptOut, "POST", url, json={"lease_seconds": lease_seconds})
+
+    def reassign(self, task_id: str, principal_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
+        body = {"principal_id": principal_id, "lease_seconds": lease_seconds}
+        return self._one(s.AttemptOut, "POST", f"/v1/tasks/{_seg(task_id)}/reassign", json=body)
+
+    def attempt(self, attempt_id: str) -> s.AttemptOut:
+        return self._one(s.AttemptOut, "GET", f"/v1/attempts/{_seg(attempt_id)}")
+
+    def heartbeat(self, attempt_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
+        url = f"/v1/attempts/{_seg(attempt_id)}/heartbeat"
+        return self._one(s.AttemptOut, "POST", url, json={"lease_seconds": lease_seconds})
+
+    def release(self, attempt_id: str) -> s.AttemptOut:
+        return self._one(s.AttemptOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/release")
+
+    def handoff(
+        self,
+        attempt_id: str,
+        *,
+        artifacts: Mapping[str, int] | None = None,
+        obligations: Iterable[str] = (),
+        notes: str = "",
+    ) -> s.HandoffOut:
+        body = {"artifacts": dict(artifacts or {}), "obligations": list(obligations), "notes": notes}
+        return self._one(s.HandoffOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/handoff", json=body)
+
+    def handoff_view(self, task_id: str) -> s.HandoffViewOut:
+        return self._one(s.HandoffViewOut, "GET", f"/v1/tasks/{_seg(task_id)}/handoff")
+
+    # content -------------------------------------------------------------------
+    def put_blob(self, data: bytes) -> s.BlobOut:
+        headers = {"Content-Type": "application/octet-stream"}
+        return self._one(s.BlobOut, "POST", "/v1/blobs", content=data, headers=headers)
+
+    def get_blob(self, digest: str) -> bytes:
+        return self._send("GET", f"/v1/blobs/{_seg(digest)}").content
+
+    def artifacts(self, prefix: str = "", *, project: str | None = None) -> list[s.ArtifactOut]:
+        return self._many(s.ArtifactOut, f"{self._p(project)}/artifacts", params={"prefix": prefix})
+
+    def artifact(self, path: str, revision: int | None = None, *, project: str | None = None) -> s.ArtifactOut:
+        params = {"revision": revision} if revision is not None else {}
+        url = f"{self._p(project)}/artifacts/{_path(path)}"
+        return self._one(s.ArtifactOut, "GET", url, params=params)
+
+    def revision(self, path: str, *, project: str | None = None) -> int:
+        """The current revision of a path; 0 if it never existed."""
+        try:
+            return self.artifact(path, project=project).revision
+        except NotFound as exc:
+            if exc.reason != "not_found":
+                raise
+            return 0
+
+    def edit_artifact(
+        self, path: str, digest: str | None, base_revision: int, *, project: str | None = None
+    ) -> s.ArtifactOut:
+        url = f"{self._p(project)}/artifacts/{_path(path)}"
+        body = {"digest": digest, "base_revision": base_revision}
+        return self._one(s.ArtifactOut, "PUT", url, json=body)
+
+    def collection(self, prefix: str, *, project: str | None = None) -> s.CollectionOut:
+        return self._one(s.CollectionOut, "GET", f"{self._p(project)}/collections", params={"prefix": prefix})
+
+    def submit_candidate(
+        self,
+        attempt_id: str,
+        files: Mapping[str, str | None],
+        bases: Mapping[str, int],
+        file_deps: Mapping[str, int] | None = None,
+        collection_deps: Mapping[str, int] | None = None,
+    ) -> s.CandidateOut:
+        body = {
+            "files": dict(files),
+            "bases": dict(bases),
+            "file_deps": dict(file_deps or {}),
+            "collection_deps": dict(collection_deps or {}),
+        }
+        url = f"/v1/attempts/{_seg(attempt_id)}/candidates"
+        return self._one(s.CandidateOut, "POST", url, json=body)
+
+    def candidate(self, candidate_id: str) -> s.CandidateOut:
+        return self._one(s.CandidateOut, "GET", f"/v1/candidates/{_seg(candidate_id)}")
+
+    def observe(
+        self,
+        target: str,
+        kind: str,
+        revision: int | None = None,
+        digest: str | None = None,
+        *,
+        project: str | None = None,
+    ) -> s.ObservationOut:
+        body = {"target": target, "kind": kind, "revision": revision, "digest": digest}
+        return self._one(s.ObservationOut, "POST", f"{self._p(project)}/observations", json=body)
+
+    def observations(self, target: str = "", *, project: str | None = None) -> list[s.ObservationOut]:
+        return self._many(s.ObservationOut, f"{self._p(project)}/observations", params={"target": target})
+
+    # evidence ------------------------------------------------------------------
+    def post_receipt(self, candidate_id: str, body: Mapping[str, Any], signature: str) -> s.ReceiptOut:
+        url = f"/v1/candidates/{_seg(candidate_id)}/receipts"
+        return self._one(s.ReceiptOut, "POST", url, json={"body": dict(body), "signature": signature})
+
+    def sign_receipt(
+        self,
+        candidate_id: str,
+        criterion: str,
+        result: str,
+        key: Ed25519PrivateKey,
+        *,
+        issued_at_ms: int,
+        log_digest: str | None = None,
+    ) -> s.ReceiptOut:
+        """Bind a verifier's result to a candidate's exact bytes, sign it, and post it.
+
+        This records the result it is given; it does not run the checker.
+        """
+        cand = self.candidate(candidate_id)
+        view = self.task(cand.task_id)
+        body = {
+            "task_id": cand.task_id,
+            "attempt_id": cand.attempt_id,
+            "contract_hash": view.task.contract_hash,
+            "candidate_digest": cand.digest,
+            "dependency_digest": cand.dependency_digest,
+            "criterion": criterion,
+            "checker": view.task.contract.criteria.get(criterion, ""),
+            "result": result,
+            "issued_at": issued_at_ms,
+            "issuer": self.me().id,
+            "log_digest": log_digest,
+        }
+        return self.post_receipt(candidate_id, body, sign(key, body))
+
+    def reuse_receipt(self, candidate_id: str, receipt_id: str) -> s.ReceiptOut:
+        url = f"/v1/candidates/{_seg(candidate_id)}/receipts/reuse"
+        return self._one(s.ReceiptOut, "POST", url, json={"receipt_id": receipt_id})
+
+    def candidate_tree(self, candidate_id: str) -> s.CandidateTreeOut:
+        return self._one(s.CandidateTreeOut, "GET", f"/v1/candidates/{_seg(candidate_id)}/tree")
+
+    def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
+        return self._many(s.ReceiptOut, f"/v1/candidates/{_seg(candidate_id)}/receipts")
+
+    def receipt(self, receipt_id: str) -> s.ReceiptOut:
+        return self._one(s.ReceiptOut, "GET", f"/v1/receipts/{_seg(receipt_id)}")
+
+    def verifications(self, *, project: str | None = None, limit: int = 50) -> list[s.VerificationOut]:
+        params: dict[str, Any] = {"limit": limit}
+        if project or self._project:
+            params["project_id"] = project or self._project
+        return self._many(s.VerificationOut, "/v1/verifications", params=params)
+
+    # completion ------------------------------------------------------------------
+    def complete(
+        self,
+        task_id: str,
+        *,
+        request_id: str,
+        attempt_id: str,
+        fence: int,
+        contract_hash: str,
+        candidate_id: str,
+        evidence: Iterable[str],
+    ) -> Completed:
+        body = {
+            "request_id": request_id,
+            "attempt_id": attempt_id,
+            "fence": fence,
+            "contract_hash": contract_hash,
+            "candidate_id": candidate_id,
+            "evidence": list(evidence),
+        }
+        url = f"/v1/tasks/{_seg(task_id)}/complete"
+        response = self._send("POST", url, json=body, completion=True)
+        completion = s.CompletionOut.model_validate_json(response.content)
+        return Completed(completion, response.headers.get("Idempotent-Replay") == "true")
+
+    # events ----------------------------------------------------------------------
+    def events(self, after: int = 0, limit: int = 200, *, project: str | None = None) -> list[s.EventOut]:
+        params = {"after": after, "limit": limit}
+        return self._many(s.EventOut, f"{self._p(project)}/events", params=params)
+
+    def stream_events(
+        self, after: int = 0, *, timeout: float = 3600.0, project: str | None = None
+    ) -> Iterator[s.EventOut]:
+        """Follow the project's events (Server-Sent Events) until `timeout` or the caller stops."""
+        url = f"{self._p(project)}/events/stream"
+        params = {"after": after, "timeout": timeout}
+        http_timeout = httpx.Timeout(self._http.timeout.connect, read=None)
+        with self._http.stream("GET", url, params=params, timeout=http_timeout) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise _error(response)
+            for kind, data in _sse_messages(response.iter_lines()):
+                if kind == "error":
+                    problem = json.loads(data)
+                    raise error_from_problem(int(problem.get("status", 500)), problem)
+                yield s.EventOut.model_validate_json(data)
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _path(value: str) -> str:
+    """A logical path as one opaque URL tail: `/` and `.` escaped, so that no HTTP layer
+    resolves `..` or merges slashes before the server's own normalizer sees it."""
+    return quote(value, safe="").replace(".", "%2E")
+
+
+def _error(response: httpx.Response, *, completion: bool = False) -> StudioloError:
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = {"reason": "internal_error", "detail": response.text[:500]}
+    if not isinstance(problem, dict):
+        problem = {"reason": "internal_error", "detail": str(problem)[:500]}
+    return error_from_problem(response.status_code, problem, completion=completion)
+
+
+def _sse_messages(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    kind, data = "message", list[str]()
+    for line in lines:
+        if not line:
+            if data:
+                yield kind, "\n".join(data)
+            kind, data = "message", []
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())

@@ -1,0 +1,137 @@
+"""What every command shares: configuration, the client, output (Rich or `--json`), and the
+one place that maps the error tree to exit codes.
+
+Exit codes: 0 ok · 1 rejected or conflict (409) · 2 usage or invalid request (400, 413, 422)
+· 3 unauthenticated, not authorized or not found (401, 403, 404) · 4 service unreachable or
+internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import httpx
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+from typer import _click
+from typer.core import TyperGroup
+
+from studiolo._exceptions import StudioloError
+from studiolo.client import Client
+from studiolo.settings import ClientSettings
+
+__all__ = ["CliState", "JsonOpt", "RootGroup", "emit", "exit_code", "state", "table"]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+@dataclass
+class CliState:
+    settings: ClientSettings = field(default_factory=ClientSettings)
+    transport: httpx.BaseTransport | None = None  # tests inject an in-process transport
+    json: bool = False
+
+    def client(self) -> Client:
+        s = self.settings
+        return Client(s.url, s.token, project=s.project, transport=self.transport)
+
+
+def state(ctx: typer.Context, json_out: bool = False) -> CliState:
+    """The command's state; records `--json` so that errors print in the same format."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, CliState):
+        root.obj = CliState(ClientSettings.from_env())
+    root.obj.json = json_out
+    return root.obj
+
+
+def exit_code(status: int) -> int:
+    if status == 409:
+        return 1
+    if status in (400, 413, 422):
+        return 2
+    if status in (401, 403, 404):
+        return 3
+    return 4
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def emit(st: CliState, value: Any, human: Callable[[Console], None] | None = None) -> None:
+    """Print `value` as JSON (`--json`) or through `human` (default: a key/value table)."""
+    if st.json:
+        typer.echo(json.dumps(_plain(value), indent=2, sort_keys=True))
+        return
+    console = Console(soft_wrap=False)
+    if human is not None:
+        human(console)
+    elif isinstance(value, BaseModel):
+        console.print(_record(value))
+    else:
+        console.print(value)
+
+
+def _record(model: BaseModel) -> Table:
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    for key, val in model.model_dump(mode="json").items():
+        t.add_row(key, val if isinstance(val, str) else json.dumps(val))
+    return t
+
+
+def table(rows: Iterable[BaseModel], columns: Sequence[str], title: str | None = None) -> Table:
+    t = Table(title=title)
+    for col in columns:
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        data = row.model_dump(mode="json")
+        t.add_row(*(_cell(data.get(c)) for c in columns))
+    return t
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+class RootGroup(TyperGroup):
+    """Maps errors raised by any command to a message and an exit code, in one place."""
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except StudioloError as exc:
+            _report(ctx, exc.status, exc.to_dict())
+            raise typer.Exit(exit_code(exc.status)) from exc
+        except httpx.HTTPError as exc:
+            detail = f"cannot reach the service: {exc}"
+            _report(ctx, 0, {"reason": "unreachable", "failed": ["unreachable"], "detail": detail})
+            raise typer.Exit(4) from exc
+
+
+def _report(ctx: _click.Context, status: int, problem: dict[str, Any]) -> None:
+    obj = ctx.find_root().obj
+    if isinstance(obj, CliState) and obj.json:
+        typer.echo(json.dumps({"status": status, **problem}, indent=2, sort_keys=True))
+        return
+    failed = problem.get("failed") or []
+    extra = f" (failed: {', '.join(failed)})" if len(failed) > 1 else ""
+    Console(stderr=True, file=sys.stderr).print(
+        f"[red]error[/] {problem['reason']}: {problem['detail']}{extra}", highlight=False
+    )

@@ -1,0 +1,202 @@
+"""Content commands: check out artifacts, submit a directory as a candidate, read and edit
+artifacts, record observations.
+
+`checkout` writes `.studiolo-checkout.json` next to the files: the revision and digest of
+everything it wrote. `submit` compares the directory with it: changed and new files are the
+candidate's files (uploaded), removed files are deletions, their checkout revisions are the
+base revisions (0 for new paths), and the unchanged checked-out files are the declared
+dependencies (or only those named with `--dep`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from studiolo.client import Client
+from studiolo.faces.cli._state import JsonOpt, emit, state, table
+
+__all__ = ["MANIFEST", "register"]
+
+MANIFEST = ".studiolo-checkout.json"
+_SKIP_DIRS = {".git", ".studiolo", "__pycache__"}
+artifact_app = typer.Typer(help="Artifacts: list, show, cat, put (a direct edit).", no_args_is_help=True)
+Project = Annotated[str | None, typer.Option("--project", "-p", help="Project id (default: the token's).")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(artifact_app, name="artifact")
+    for fn in (checkout, submit, observe):
+        app.command(fn.__name__)(fn)
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def checkout(
+    ctx: typer.Context,
+    directory: Path,
+    prefix: Annotated[str, typer.Option(help="only paths under this prefix")] = "",
+    project: Project = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Write the current artifacts (under a prefix) into a directory, with a manifest."""
+    st = state(ctx, json_out)
+    files: dict[str, dict[str, Any]] = {}
+    with st.client() as c:
+        pid = c.project_id(project)
+        collection = c.collection(prefix, project=pid)
+        for art in c.artifacts(prefix, project=pid):
+            if art.digest is None:
+                continue
+            target = directory / art.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(c.get_blob(art.digest))
+            files[art.path] = {"revision": art.revision, "digest": art.digest}
+    manifest = {"project_id": pid, "prefix": collection.prefix, "collection_revision": collection.revision}
+    manifest["files"] = files
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    emit(st, manifest, lambda con: con.print(f"checked out {len(files)} file(s) into {directory}"))
+
+
+def _local_files(directory: Path) -> dict[str, bytes]:
+    out = {}
+    for path in sorted(directory.rglob("*")):
+        rel = path.relative_to(directory)
+        if path.is_file() and rel.name != MANIFEST and not set(rel.parts) & _SKIP_DIRS:
+            out[rel.as_posix()] = path.read_bytes()
+    return out
+
+
+def _changes(
+    c: Client, directory: Path, manifest: dict[str, Any], project: str
+) -> tuple[dict[str, str | None], dict[str, int]]:
+    """(files, bases): uploaded changed/new files and deletions, with their base revisions."""
+    known: dict[str, Any] = manifest.get("files", {})
+    local = _local_files(directory)
+    files: dict[str, str | None] = {}
+    bases: dict[str, int] = {}
+    for path, data in local.items():
+        if path in known and known[path]["digest"] == _digest(data):
+            continue
+        files[path] = c.put_blob(data).digest
+        bases[path] = known[path]["revision"] if path in known else _base(c, path, manifest, project)
+    for path, entry in known.items():
+        if path not in local:
+            files[path], bases[path] = None, entry["revision"]
+    return files, bases
+
+
+def _base(c: Client, path: str, manifest: dict[str, Any], project: str) -> int:
+    # A new path in a checkout must not exist yet (0); without a checkout, the current revision.
+    return 0 if manifest else c.revision(path, project=project)
+
+
+def _deps(
+    c: Client, manifest: dict[str, Any], changed: dict[str, str | None], named: list[str], project: str
+) -> dict[str, int]:
+    known: dict[str, Any] = manifest.get("files", {})
+    if named:
+        return {p: known[p]["revision"] if p in known else c.revision(p, project=project) for p in named}
+    return {p: e["revision"] for p, e in known.items() if p not in changed}
+
+
+def submit(
+    ctx: typer.Context,
+    attempt_id: str,
+    directory: Path,
+    dep: Annotated[list[str] | None, typer.Option(help="declare only these read paths (repeatable)")] = None,
+    collection_dep: Annotated[
+        list[str] | None, typer.Option(help="declare 'everything under PREFIX/' as read (repeatable)")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Upload a directory's changed files as a candidate of your attempt."""
+    st = state(ctx, json_out)
+    manifest_path = directory / MANIFEST
+    manifest: dict[str, Any] = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    with st.client() as c:
+        project = manifest.get("project_id") or c.project_id()
+        files, bases = _changes(c, directory, manifest, project)
+        if not files:
+            raise typer.BadParameter(f"nothing changed in {directory}", param_hint="DIRECTORY")
+        deps = _deps(c, manifest, files, dep or [], project)
+        collections = {p: c.collection(p, project=project).revision for p in collection_dep or []}
+        cand = c.submit_candidate(attempt_id, files, bases, deps, collections)
+
+    def human(con: Console) -> None:
+        con.print(f"candidate [bold]{cand.id}[/] ({cand.digest})")
+        con.print(f"writes {', '.join(cand.write_set)}; declares {len(cand.file_deps)} read file(s)")
+
+    emit(st, cand, human)
+
+
+@artifact_app.command("list")
+def artifact_list(ctx: typer.Context, prefix: str = "", project: Project = None, json_out: JsonOpt = False) -> None:
+    """List current artifacts under a prefix."""
+    st = state(ctx, json_out)
+    with st.client() as c:
+        rows = c.artifacts(prefix, project=project)
+    emit(st, rows, lambda con: con.print(table(rows, ["path", "revision", "digest"])))
+
+
+@artifact_app.command("show")
+def artifact_show(
+    ctx: typer.Context, path: str, revision: int | None = None, project: Project = None, json_out: JsonOpt = False
+) -> None:
+    """Show an artifact's revision and digest."""
+    st = state(ctx, json_out)
+    with st.client() as c:
+        emit(st, c.artifact(path, revision, project=project))
+
+
+@artifact_app.command("cat")
+def artifact_cat(ctx: typer.Context, path: str, revision: int | None = None, project: Project = None) -> None:
+    """Print an artifact's bytes."""
+    st = state(ctx)
+    with st.client() as c:
+        art = c.artifact(path, revision, project=project)
+        data = c.get_blob(art.digest) if art.digest else b""
+    typer.echo(data.decode("utf-8", errors="replace"), nl=False)
+
+
+@artifact_app.command("put")
+def artifact_put(
+    ctx: typer.Context,
+    path: str,
+    file: Annotated[Path | None, typer.Option(help="the new content; omit with --delete")] = None,
+    base_revision: Annotated[int | None, typer.Option(help="default: the current revision")] = None,
+    delete: bool = False,
+    project: Project = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """A direct edit (compare-and-swap on the revision); not a task completion."""
+    st = state(ctx, json_out)
+    if (file is None) != delete:
+        raise typer.BadParameter("give --file or --delete", param_hint="--file")
+    with st.client() as c:
+        digest = c.put_blob(file.read_bytes()).digest if file else None
+        base = base_revision if base_revision is not None else c.revision(path, project=project)
+        art = c.edit_artifact(path, digest, base, project=project)
+    emit(st, art, lambda con: con.print(f"{art.path} is at revision {art.revision}"))
+
+
+def observe(
+    ctx: typer.Context,
+    target: str,
+    kind: Annotated[str, typer.Argument(help="e.g. deployed, healthy")],
+    revision: int | None = None,
+    project: Project = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Record an observation (a historical fact; it never implies it still holds)."""
+    st = state(ctx, json_out)
+    with st.client() as c:
+        emit(st, c.observe(target, kind, revision, project=project))

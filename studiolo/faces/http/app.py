@@ -1,0 +1,34 @@
+"""`create_app`: the FastAPI application over the one door."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from studiolo import __version__
+from studiolo.faces.http.limits import BodyLimit
+from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
+from studiolo.faces.http.openapi import install_openapi
+from studiolo.faces.http.problems import install_handlers
+from studiolo.faces.http.routes import ROUTERS
+from studiolo.service import Coordinator
+from studiolo.settings import Settings
+
+__all__ = ["create_app"]
+
+
+def create_app(
+    coordinator: Coordinator, settings: Settings, *, event_poll_seconds: float = 0.5
+) -> FastAPI:
+    """The HTTP face. Routes are plain `def`s: the blocking door runs in the threadpool."""
+    app = FastAPI(title="Studiolo", version=__version__, docs_url="/docs", redoc_url=None)
+    app.state.coordinator = coordinator
+    app.state.settings = settings
+    app.state.metrics = Metrics()
+    app.state.event_poll_seconds = event_poll_seconds
+    for router in ROUTERS:
+        app.include_router(router)
+    install_handlers(app)
+    install_openapi(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    return app

@@ -1,0 +1,151 @@
+"""Request bodies at the edge (pydantic 2). The coordinator re-validates meaning."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ArtifactEditIn",
+    "CancelIn",
+    "CandidateIn",
+    "CheckerIn",
+    "ClaimIn",
+    "CompleteIn",
+    "GrantIn",
+    "HandoffIn",
+    "LeaseIn",
+    "MigrateIn",
+    "ObservationIn",
+    "PolicyIn",
+    "PrincipalIn",
+    "ProjectIn",
+    "PublicKeyIn",
+    "ReassignIn",
+    "ReceiptIn",
+    "ReuseIn",
+    "TaskIn",
+]
+
+# Bounded so that every value fits a 64-bit SQL integer and a JSON double.
+Rev = Annotated[int, Field(ge=0, le=2**53)]
+Lease = Annotated[float, Field(gt=0, le=10**9)]
+Short = Annotated[str, Field(max_length=300)]
+Text = Annotated[str, Field(max_length=1_000_000)]
+Kind = Literal["agent", "verifier", "observer", "human", "admin"]
+ActionName = Literal["read", "write", "claim", "complete", "verify", "observe", "admin"]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProjectIn(_In):
+    name: Short
+
+
+class PrincipalIn(_In):
+    name: Short
+    kind: Kind
+    public_key: Short | None = Field(None, description="Ed25519 public key, base64url (verifiers)")
+
+
+class PublicKeyIn(_In):
+    public_key: Short
+
+
+class GrantIn(_In):
+    principal_id: Short
+    actions: list[ActionName] = Field(min_length=1, max_length=7)
+    scope: list[Short] = Field(default_factory=lambda: ["**"], min_length=1, max_length=200)
+
+
+class PolicyIn(_In):
+    text: Text
+
+
+class CheckerIn(_In):
+    name: Short
+    version: Short
+    kind: Short = "command"
+    config: dict[str, Any] = Field(default_factory=dict)
+    verifiers: list[Short] = Field(default_factory=list, max_length=100)
+
+
+class TaskIn(_In):
+    title: Short
+    description: Text = ""
+    criteria: dict[Short, Short] = Field(description="criterion id → admitted checker `name@version`")
+    scope: list[Short] = Field(min_length=1, max_length=200)
+    policy_version: Rev | None = Field(None, description="default: the latest published policy")
+    requires_deployment: bool = False
+    allow_evidence_reuse: bool = False
+
+
+class CancelIn(_In):
+    reason: Short = ""
+
+
+class MigrateIn(_In):
+    criteria: dict[Short, Short] | None = None
+    scope: list[Short] | None = Field(None, max_length=200)
+    policy_version: Rev | None = None
+
+
+class ClaimIn(_In):
+    lease_seconds: Lease | None = None
+
+
+class LeaseIn(_In):
+    lease_seconds: Lease | None = None
+
+
+class ReassignIn(_In):
+    principal_id: Short
+    lease_seconds: Lease | None = None
+
+
+class ArtifactEditIn(_In):
+    digest: Short | None = Field(description="blob digest of the new content; null deletes (a tombstone)")
+    base_revision: Rev = Field(description="the revision this edit replaces (0: the path must not exist)")
+
+
+class CandidateIn(_In):
+    files: dict[str, Short | None] = Field(description="path → blob digest, or null to delete")
+    bases: dict[str, Rev] = Field(description="target path → base revision (0: must not exist)")
+    file_deps: dict[str, Rev] = Field(default_factory=dict, description="path → revision read")
+    collection_deps: dict[str, Rev] = Field(
+        default_factory=dict, description="`prefix/` → collection revision read"
+    )
+
+
+class ReceiptIn(_In):
+    body: dict[str, Any] = Field(description="the signed bindings (see docs/api.md)")
+    signature: Short = Field(description="Ed25519 over the RFC 8785 form of `body`, base64url")
+
+
+class ReuseIn(_In):
+    receipt_id: Short
+
+
+class CompleteIn(_In):
+    request_id: Short
+    attempt_id: Short
+    fence: Rev
+    contract_hash: Short
+    candidate_id: Short
+    evidence: list[Short] = Field(default_factory=list, max_length=100)
+
+
+class HandoffIn(_In):
+    artifacts: dict[str, Rev] = Field(default_factory=dict)
+    obligations: list[Text] = Field(default_factory=list, max_length=200)
+    notes: Text = ""
+
+
+class ObservationIn(_In):
+    target: Short
+    kind: Short
+    revision: Rev | None = None
+    digest: Short | None = None

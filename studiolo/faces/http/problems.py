@@ -1,0 +1,89 @@
+"""Every error as RFC 9457 problem+json, mapped from the one error tree in one place."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from studiolo._exceptions import CompletionRejected, StudioloError
+
+__all__ = ["PROBLEM_MEDIA_TYPE", "Problem", "install_handlers", "problem_response"]
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+_log = logging.getLogger("studiolo.http")
+_HTTP_REASONS = {401: "unauthenticated", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, with Studiolo's stable `reason` and every `failed` predicate."""
+
+    type: str = Field(description="`urn:studiolo:reason:<reason>`; see docs/reasons.md")
+    title: str
+    status: int
+    detail: str
+    reason: str = Field(description="a stable reason code (the first of `failed`)")
+    failed: list[str] = Field(description="every failing predicate, in evaluation order")
+
+
+def problem_response(
+    status: int,
+    reason: str,
+    detail: str,
+    failed: Sequence[str] = (),
+    *,
+    title: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    body = Problem(
+        type=f"urn:studiolo:reason:{reason}",
+        title=title or HTTPStatus(status).phrase,
+        status=status,
+        detail=detail,
+        reason=reason,
+        failed=list(failed) or [reason],
+    )
+    return JSONResponse(body.model_dump(), status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+
+
+async def _studiolo_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StudioloError)
+    title = "Completion rejected" if isinstance(exc, CompletionRejected) else None
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return problem_response(exc.status, exc.reason, exc.detail, exc.failed, title=title, headers=headers)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    parts = [_describe(err) for err in exc.errors()[:5]]
+    return problem_response(422, "invalid_request", "; ".join(parts) or "invalid request")
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    reason = _HTTP_REASONS.get(exc.status_code, "invalid_request")
+    return problem_response(exc.status_code, reason, str(exc.detail), headers=exc.headers)
+
+
+async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+    _log.exception("unexpected error", exc_info=exc)
+    return problem_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+def _describe(err: Any) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+    return f"{loc or 'body'}: {err.get('msg', 'invalid')}"
+
+
+def install_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(StudioloError, _studiolo_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,58 @@
+"""The completion request: the one question with an authoritative answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from studiolo._exceptions import CompletionRejected
+from studiolo.faces.http import render
+from studiolo.faces.http import schemas as s
+from studiolo.faces.http.deps import Caller, Door, MetricsDep
+from studiolo.faces.http.models import CompleteIn
+from studiolo.service import make_request
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["completion"])
+
+_REPLAY_HEADER: dict[str, Any] = {
+    "Idempotent-Replay": {
+        "description": "`true` when an identical request id was seen before and nothing was written",
+        "schema": {"type": "string", "enum": ["true", "false"]},
+    }
+}
+
+
+@router.post(
+    "/tasks/{task_id}/complete",
+    status_code=201,
+    summary="Ask for the task to be recorded as completed (201; 200 on an idempotent replay)",
+    responses={
+        201: {"description": "accepted and committed", "headers": _REPLAY_HEADER},
+        200: {"model": s.CompletionOut, "description": "an idempotent replay", "headers": _REPLAY_HEADER},
+    },
+)
+def complete(
+    task_id: str, body: CompleteIn, response: Response, caller: Caller, door: Door, metrics: MetricsDep
+) -> s.CompletionOut:
+    request = make_request(
+        request_id=body.request_id,
+        task_id=task_id,
+        attempt_id=body.attempt_id,
+        fence=body.fence,
+        contract_hash=body.contract_hash,
+        candidate_id=body.candidate_id,
+        evidence=body.evidence,
+    )
+    try:
+        outcome = door.complete(caller, request)
+    except CompletionRejected as exc:
+        metrics.completion_rejected(exc.reason)
+        raise
+    metrics.completion_accepted(replay=outcome.replay)
+    response.headers["Idempotent-Replay"] = "true" if outcome.replay else "false"
+    if outcome.replay:
+        response.status_code = 200
+    return render.completion(outcome.completion)

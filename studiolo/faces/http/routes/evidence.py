@@ -1,0 +1,65 @@
+"""The evidence store's entrance: receipts from admitted verifiers, and their work queue."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from studiolo._exceptions import InvalidRequest
+from studiolo.faces.http import render
+from studiolo.faces.http import schemas as s
+from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.models import ReceiptIn, ReuseIn
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["evidence"])
+
+
+@router.post("/candidates/{candidate_id}/receipts", status_code=201, summary="Post a signed receipt")
+def post_receipt(candidate_id: str, body: ReceiptIn, caller: Caller, door: Door) -> s.ReceiptOut:
+    return render.receipt(door.submit_receipt(caller, candidate_id, body.body, body.signature))
+
+
+@router.post(
+    "/candidates/{candidate_id}/receipts/reuse",
+    status_code=201,
+    summary="Link a receipt about the same bytes to this candidate (contracts that allow reuse)",
+)
+def reuse_receipt(candidate_id: str, body: ReuseIn, caller: Caller, door: Door) -> s.ReceiptOut:
+    return render.receipt(door.reuse_receipt(caller, candidate_id, body.receipt_id))
+
+
+@router.get(
+    "/candidates/{candidate_id}/tree",
+    summary="The exact file tree a verifier checks for this candidate",
+)
+def candidate_tree(candidate_id: str, caller: Caller, door: Door) -> s.CandidateTreeOut:
+    return render.candidate_tree(door.candidate_tree(caller, candidate_id))
+
+
+@router.get("/candidates/{candidate_id}/receipts")
+def list_receipts(candidate_id: str, caller: Caller, door: Door) -> list[s.ReceiptOut]:
+    return [render.receipt(r) for r in door.receipts(caller, candidate_id)]
+
+
+@router.get("/receipts/{receipt_id}")
+def show_receipt(receipt_id: str, caller: Caller, door: Door) -> s.ReceiptOut:
+    return render.receipt(door.receipt(caller, receipt_id))
+
+
+@router.get(
+    "/verifications",
+    summary="Work for the calling verifier: criteria of current candidates it is admitted to check",
+)
+def verifications(
+    caller: Caller,
+    door: Door,
+    project_id: Annotated[str | None, Query(max_length=100, description="default: the caller's")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> list[s.VerificationOut]:
+    project = project_id or caller.project_id
+    if project is None:
+        raise InvalidRequest("a service admin names the project: ?project_id=")
+    return [render.verification(v) for v in door.verification_queue(caller, project, limit)]

@@ -1,0 +1,37 @@
+"""Operations: health, Prometheus metrics, and the keys that sign completion receipts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
+
+from studiolo import __version__
+from studiolo.faces.http import schemas as s
+from studiolo.faces.http.deps import Door, MetricsDep
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["ops"])
+
+
+@router.get("/healthz", summary="Liveness and readiness: the ledger answers and is initialized")
+def healthz(door: Door) -> s.HealthOut:
+    door.jwks()  # a read of the ledger's key: fails if the database is down or uninitialized
+    return s.HealthOut(status="ok", version=__version__)
+
+
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    summary="Prometheus text: requests, completions accepted/replayed/rejected by reason",
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+)
+def metrics(metrics: MetricsDep) -> PlainTextResponse:
+    return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+@router.get("/.well-known/jwks.json", summary="The Ed25519 keys that sign completion receipts")
+def jwks(door: Door) -> dict[str, Any]:
+    return door.jwks()

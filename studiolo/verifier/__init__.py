@@ -1,0 +1,42 @@
+"""The verifier side: take verification work, materialize the candidate's exact tree,
+run an admitted checker in a sandbox, keep the log, sign and post the receipt.
+
+    port.py       VerifierPort: what a verifier needs from the service
+    inprocess.py  the port over a Coordinator;  http.py  the port over the HTTP API
+    tree.py       materialize / digest / remove a candidate tree
+    sandbox.py    Workspace, Limits, Sandbox (timeout, rlimits, process-group kill)
+    checkers.py   Checker kinds: command, pytest, json-schema, digest-equals
+    runner.py     the loop: work → tree → check → log → sign → post
+    keyfile.py    the verifier's private key on disk
+    cli.py        `studiolo verifier run|keygen`
+
+See docs/verifiers.md for the trust model.
+"""
+
+from studiolo.verifier.checkers import (
+    BUILTIN_CHECKERS,
+    Checker,
+    CheckerConfigError,
+    CheckOutcome,
+    registry,
+)
+from studiolo.verifier.inprocess import InProcessPort
+from studiolo.verifier.port import VerifierPort
+from studiolo.verifier.runner import ItemReport, Runner
+from studiolo.verifier.sandbox import Limits, ProcessResult, Sandbox, Workspace
+
+__all__ = [
+    "BUILTIN_CHECKERS",
+    "CheckOutcome",
+    "Checker",
+    "CheckerConfigError",
+    "InProcessPort",
+    "ItemReport",
+    "Limits",
+    "ProcessResult",
+    "Runner",
+    "Sandbox",
+    "VerifierPort",
+    "Workspace",
+    "registry",
+]

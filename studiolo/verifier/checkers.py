@@ -1,0 +1,222 @@
+"""Checker kinds: how a verifier turns a materialized tree into pass or fail.
+
+A kind is a small class with a `kind` name and a `run` method. `run` gets the read-only
+tree, the checker's config (admitted with the checker version, so it is part of what the
+project trusts) and a `Sandbox` for anything that starts a process. It returns a
+`CheckOutcome`; the runner adds the log header, signs and posts the receipt.
+
+Raise `CheckerConfigError` for a config the kind cannot use: that is a deterministic
+property of the admitted checker, so it yields a *failed* receipt saying so. Any other
+exception is the verifier's own trouble and yields no receipt at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from studiolo.core.canonical import digest_bytes, is_digest
+from studiolo.core.paths import matches_any
+from studiolo.verifier.sandbox import ProcessResult, Sandbox
+
+__all__ = [
+    "BUILTIN_CHECKERS",
+    "CheckOutcome",
+    "Checker",
+    "CheckerConfigError",
+    "CommandChecker",
+    "DigestEqualsChecker",
+    "JsonSchemaChecker",
+    "PytestChecker",
+    "registry",
+]
+
+_MAX_READ = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    passed: bool
+    log: bytes  # what the checker saw and said; stored as a blob, bound by the receipt
+    summary: str  # one line, for people (e.g. pytest's "3 passed in 0.12s")
+
+
+class CheckerConfigError(Exception):
+    """The admitted config cannot be used by this kind (a deterministic failure)."""
+
+
+class Checker(ABC):
+    kind: ClassVar[str]
+
+    @abstractmethod
+    def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
+        """Check the tree. Read `tree`; write only under `sandbox.scratch`."""
+
+
+def _process_outcome(result: ProcessResult, summary: str | None = None) -> CheckOutcome:
+    passed = result.exit_code == 0 and not result.timed_out
+    header = f"$ {' '.join(result.argv)}\n[{result.describe()}]\n".encode()
+    return CheckOutcome(passed, header + result.output, summary or result.describe())
+
+
+def _timeout(config: Mapping[str, Any]) -> float | None:
+    value = config.get("timeout")
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+        raise CheckerConfigError("'timeout' is a positive number of seconds")
+    return float(value)
+
+
+def _strings(value: object, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CheckerConfigError(f"{what} must be a list of strings")
+    return list(value)
+
+
+class CommandChecker(Checker):
+    """`{"argv": ["make", "check"], "timeout": 60}`: passes iff the command exits 0 in time."""
+
+    kind = "command"
+
+    def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
+        argv = _strings(config.get("argv"), "command config 'argv'")
+        if not argv:
+            raise CheckerConfigError("command config 'argv' is empty")
+        return _process_outcome(sandbox.run(argv, timeout=_timeout(config)))
+
+
+_PYTEST_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran)\s+in [\d.]+s", re.MULTILINE)
+_INI_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+class PytestChecker(Checker):
+    """`{"args": ["tests"], "timeout": 120, "plugins": false}`: runs pytest on the tree with
+    the verifier's interpreter; passes iff pytest exits 0; the summary line is recorded.
+
+    Third-party plugin autoloading is off unless `"plugins": true` (the verifier's own
+    environment should not change a candidate's result). pytest's cache is disabled and no
+    bytecode is written, so a clean run leaves the tree untouched.
+    """
+
+    kind = "pytest"
+
+    def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
+        args = _strings(config.get("args", []), "pytest config 'args'")
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tree)]
+        if not any((tree / name).is_file() for name in _INI_FILES):
+            ini = sandbox.scratch / "pytest.ini"  # stop pytest looking above the tree for config
+            ini.write_text("[pytest]\n")
+            argv += ["-c", str(ini)]
+        env = {} if config.get("plugins") is True else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        result = sandbox.run([*argv, *args], timeout=_timeout(config), env=env)
+        found = _PYTEST_SUMMARY.findall(result.output.decode("utf-8", "replace"))
+        summary = found[-1] if found else result.describe()
+        if result.timed_out:
+            summary = f"{result.describe()}; last summary: {summary}" if found else result.describe()
+        return _process_outcome(result, summary)
+
+
+class DigestEqualsChecker(Checker):
+    """`{"files": {"dist/app.bin": "sha256:…"}}`: passes iff every file has exactly that digest."""
+
+    kind = "digest-equals"
+
+    def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
+        wanted = config.get("files")
+        if not isinstance(wanted, Mapping) or not wanted:
+            raise CheckerConfigError("digest-equals config 'files' maps paths to sha256 digests")
+        lines, ok = [], True
+        for path, digest in sorted(wanted.items()):
+            if not isinstance(path, str) or not is_digest(digest):
+                raise CheckerConfigError(f"digest-equals: {path!r} needs a sha256 digest")
+            data = _read(tree, path)
+            actual = digest_bytes(data) if data is not None else "missing"
+            lines.append(f"{'ok  ' if actual == digest else 'FAIL'} {path}: {actual} (want {digest})")
+            ok = ok and actual == digest
+        good = sum(line.startswith("ok") for line in lines)
+        return CheckOutcome(ok, "\n".join(lines).encode() + b"\n", f"{good}/{len(lines)} digests match")
+
+
+class JsonSchemaChecker(Checker):
+    """`{"schema": {...} | "schema_path": "schemas/x.json", "files": ["data/**/*.json"]}`:
+    passes iff at least one file matches and every matching file is JSON valid against
+    the schema (its `$schema` picks the draft; 2020-12 by default)."""
+
+    kind = "json-schema"
+
+    def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
+        jsonschema: Any = importlib.import_module("jsonschema")
+        schema = self._schema(tree, config)
+        patterns = _strings(config.get("files"), "json-schema config 'files'")
+        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        try:
+            validator_cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise CheckerConfigError(f"json-schema: the schema is invalid: {exc.message}") from exc
+        validator = validator_cls(schema)
+        paths = [p for p in _files(tree) if matches_any(patterns, p)]
+        lines = [f"{p}: {msg}" for p in paths for msg in _errors(validator, tree, p)]
+        if not paths:
+            lines.append(f"no file matches {patterns}")
+        ok = bool(paths) and not lines
+        summary = f"{len(paths)} file(s) checked, {len(lines)} problem(s)"
+        return CheckOutcome(ok, ("\n".join(lines) or "all valid").encode() + b"\n", summary)
+
+    @staticmethod
+    def _schema(tree: Path, config: Mapping[str, Any]) -> Any:
+        if "schema" in config:
+            return config["schema"]
+        path = config.get("schema_path")
+        if not isinstance(path, str):
+            raise CheckerConfigError("json-schema config needs 'schema' or 'schema_path'")
+        data = _read(tree, path)
+        if data is None:
+            raise CheckerConfigError(f"json-schema: {path} is not in the tree")
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise CheckerConfigError(f"json-schema: {path} is not JSON: {exc}") from exc
+
+
+def _errors(validator: Any, tree: Path, path: str) -> Iterable[str]:
+    data = _read(tree, path)
+    try:
+        instance = json.loads(data or b"")
+    except ValueError as exc:
+        return [f"not JSON: {exc}"]
+    found = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in found[:50]]
+
+
+def _files(tree: Path) -> list[str]:
+    return sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file())
+
+
+def _read(tree: Path, rel: str) -> bytes | None:
+    """A regular file inside the tree (no symlinks, no escaping), or None."""
+    path = (tree / rel).resolve()
+    root = tree.resolve()
+    if root not in path.parents or not path.is_file() or path.stat().st_size > _MAX_READ:
+        return None
+    return path.read_bytes()
+
+
+BUILTIN_CHECKERS: tuple[Checker, ...] = (
+    CommandChecker(),
+    PytestChecker(),
+    JsonSchemaChecker(),
+    DigestEqualsChecker(),
+)
+
+
+def registry(extra: Iterable[Checker] = ()) -> dict[str, Checker]:
+    """The built-in kinds plus `extra` (which may replace a built-in of the same kind)."""
+    return {c.kind: c for c in (*BUILTIN_CHECKERS, *extra)}

@@ -1,0 +1,137 @@
+"""`studiolo verifier keygen` and `studiolo verifier run` (the CLI calls `register`)."""
+
+from __future__ import annotations
+
+import pwd
+import signal
+import threading
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from studiolo._exceptions import StudioloError
+from studiolo.verifier.keyfile import KeyFileError, generate_key_file, load_key_file
+from studiolo.verifier.port import VerifierPort
+from studiolo.verifier.runner import Runner
+from studiolo.verifier.sandbox import Limits
+
+__all__ = ["build", "register"]
+
+_MIB = 1024 * 1024
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `verifier` command group to the main CLI."""
+    app.add_typer(build(), name="verifier")
+
+
+def build() -> typer.Typer:
+    verifier = typer.Typer(
+        name="verifier",
+        help="Be an admitted verifier: check candidates on their exact bytes and sign receipts.",
+        no_args_is_help=True,
+    )
+    verifier.command("keygen")(keygen)
+    verifier.command("run")(run)
+    return verifier
+
+
+def keygen(
+    out: Annotated[Path, typer.Option("--out", "-o", help="where to write the private key (mode 0600)")],
+    force: Annotated[bool, typer.Option(help="replace an existing key file")] = False,
+) -> None:
+    """Write a new Ed25519 private key; print the public key to register for the verifier."""
+    try:
+        public = generate_key_file(out, force=force)
+    except (KeyFileError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(public)
+
+
+def run(
+    project: Annotated[str, typer.Option(envvar="STUDIOLO_PROJECT", help="project id")],
+    key: Annotated[Path, typer.Option(help="the verifier's private key file (from `keygen`)")],
+    token: Annotated[str, typer.Option(envvar="STUDIOLO_TOKEN", help="the verifier's bearer token")],
+    url: Annotated[
+        str | None, typer.Option(envvar="STUDIOLO_URL", help="the service's base URL (else: embedded)")
+    ] = None,
+    once: Annotated[bool, typer.Option(help="process the queue once and exit")] = False,
+    poll: Annotated[float, typer.Option(min=0.1, help="seconds between polls of an empty queue")] = 5.0,
+    timeout: Annotated[float, typer.Option(min=0.1, help="ceiling on one check, seconds")] = 300.0,
+    memory_mb: Annotated[int, typer.Option(min=16, help="address-space limit of a check, MiB")] = 2048,
+    workdir: Annotated[
+        Path | None, typer.Option(help="where to make the temporary trees (default: the system's)")
+    ] = None,
+    run_as: Annotated[
+        str | None, typer.Option(help="run checkers as this unprivileged user (the verifier runs as root)")
+    ] = None,
+) -> None:
+    """Take verification work, check each candidate tree, post signed receipts.
+
+    Exit codes: 0 done (failed checks are results, not errors), 1 an item could not be
+    checked (no receipt was signed for it), 2 bad setup (key, token, service).
+    """
+    limits = Limits(timeout=timeout, memory_bytes=memory_mb * _MIB, run_as=_user(run_as))
+    with ExitStack() as cleanup:
+        try:
+            private = load_key_file(key)
+            port = _port(url, token, project, cleanup)
+        except (KeyFileError, StudioloError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+        runner = Runner(port, private, limits=limits, workdir=workdir, echo=typer.echo)
+        if not once:
+            stop = threading.Event()
+            _stop_on_signals(stop)
+            runner.run_forever(poll, stop)
+            return
+        try:
+            reports = runner.run_once()
+        except (StudioloError, OSError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from exc
+    typer.echo(f"{len(reports)} item(s) processed")
+    if any(r.status == "error" for r in reports):
+        raise typer.Exit(1)
+
+
+def _user(name: str | None) -> tuple[int, int] | None:
+    if name is None:
+        return None
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError as exc:
+        typer.echo(f"error: no user {name!r}", err=True)
+        raise typer.Exit(2) from exc
+    return entry.pw_uid, entry.pw_gid
+
+
+def _port(url: str | None, token: str, project: str, cleanup: ExitStack) -> VerifierPort:
+    if url:
+        from studiolo.verifier.http import HttpPort
+
+        http = HttpPort.connect(url, token, project)
+        cleanup.callback(http.close)
+        return http
+    from studiolo.service import Coordinator
+    from studiolo.settings import Settings
+    from studiolo.store import Store
+    from studiolo.verifier.inprocess import InProcessPort
+
+    settings = Settings.from_env()
+    store = Store(settings.database_url)
+    cleanup.callback(store.dispose)
+    coordinator = Coordinator(store, settings)
+    return InProcessPort(coordinator, coordinator.authenticate(token), project)
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    def handler(_signum: int, _frame: Any) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)

@@ -1,0 +1,100 @@
+"""Materialize a candidate tree on disk, digest it, and remove it again.
+
+The server says *what* the tree is (`CandidateTree`: every current file of the project,
+declared file dependencies at their declared revisions, the candidate's files on top);
+this module writes exactly those bytes, checking each blob against its digest, and
+refuses any path that is not already in normal form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from studiolo._exceptions import InvalidPath
+from studiolo.core.canonical import digest_bytes
+from studiolo.core.paths import normalize_path
+from studiolo.service.evidence import CandidateTree
+
+__all__ = ["IntegrityError", "TreeConflict", "materialize", "remove_tree", "tree_digest"]
+
+
+class TreeConflict(Exception):
+    """The declared tree cannot exist on a file system (a path is both a file and a directory)."""
+
+
+class IntegrityError(Exception):
+    """Bytes from the service do not match their digest, or a path is not in normal form."""
+
+
+def materialize(spec: CandidateTree, fetch: Callable[[str], bytes], dest: Path) -> None:
+    """Write every entry of `spec` under `dest` (an empty directory)."""
+    for entry in spec.entries:
+        target = dest / _safe(entry.path)
+        data = fetch(entry.digest)
+        if digest_bytes(data) != entry.digest:
+            raise IntegrityError(f"{entry.path}: the blob does not match {entry.digest}")
+        _mkdirs(dest, target.parent)
+        if target.exists() or target.is_symlink():
+            raise TreeConflict(f"{entry.path} is both a file and a directory")
+        target.write_bytes(data)
+
+
+def _safe(path: str) -> str:
+    try:
+        norm = normalize_path(path)
+    except InvalidPath as exc:
+        raise IntegrityError(f"the service sent a malformed path {path!r}") from exc
+    if norm != path:
+        raise IntegrityError(f"the service sent a path not in normal form: {path!r}")
+    return norm
+
+
+def _mkdirs(root: Path, directory: Path) -> None:
+    for parent in [*reversed(directory.relative_to(root).parents), directory.relative_to(root)]:
+        here = root / parent
+        if here.is_file():
+            raise TreeConflict(f"{parent.as_posix()} is both a file and a directory")
+        here.mkdir(exist_ok=True)
+
+
+def tree_digest(root: Path) -> str:
+    """A digest of everything under `root`: names, kinds, file bytes, symlink targets."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        rel = Path(dirpath).relative_to(root).as_posix()
+        h.update(f"d {rel}\0".encode())
+        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
+            h.update(_entry(Path(dirpath, name), f"{rel}/{name}"))
+    return "sha256:" + h.hexdigest()
+
+
+def _entry(path: Path, rel: str) -> bytes:
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        return f"l {rel} {os.readlink(path)}\0".encode()
+    if not stat.S_ISREG(st.st_mode):
+        return f"o {rel} {stat.S_IFMT(st.st_mode)}\0".encode()
+    file_hash = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            file_hash.update(chunk)
+    return f"f {rel} {file_hash.hexdigest()}\0".encode()
+
+
+def remove_tree(root: Path) -> None:
+    """Remove `root` whatever a checker left behind (read-only directories included)."""
+    if not root.exists():
+        return
+    for dirpath, dirnames, _files in os.walk(root):
+        for name in dirnames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                os.chmod(p, 0o700)
+    os.chmod(root, 0o700)
+    shutil.rmtree(root)

@@ -1,0 +1,50 @@
+"""Throwaway PostgreSQL databases for tests: one per test, dropped afterwards.
+
+The server comes from STUDIOLO_TEST_DATABASE_URL (e.g.
+postgresql+psycopg://postgres@127.0.0.1:5432/test); without it, or when the server does not
+answer, PostgreSQL tests are skipped with a message that says so.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+ENV = "STUDIOLO_TEST_DATABASE_URL"
+
+
+def _conninfo(url: str) -> str:
+    u = make_url(url)
+    return u.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def server_url() -> str:
+    """The configured PostgreSQL URL, or skip the test with the reason."""
+    url = os.environ.get(ENV)
+    if not url:
+        pytest.skip(f"PostgreSQL tests need {ENV} (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)")
+    try:
+        with psycopg.connect(_conninfo(url), connect_timeout=3):
+            pass
+    except psycopg.Error as exc:
+        pytest.skip(f"PostgreSQL at {ENV} is unreachable: {str(exc).strip()[:200]}")
+    return url
+
+
+@contextmanager
+def fresh_database(base_url: str) -> Iterator[str]:
+    """CREATE DATABASE studiolo_t_<random>; yield its URL; DROP it (closing stray sessions)."""
+    name = f"studiolo_t_{secrets.token_hex(6)}"
+    with psycopg.connect(_conninfo(base_url), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(base_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(_conninfo(base_url), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
