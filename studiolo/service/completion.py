@@ -211,6 +211,7 @@ class CompletionOps(Base):
             completion=completion_id,
             request_id=q.request_id,
             request_digest=q.digest(),
+            contract_hash=q.contract_hash,
             attempt=attempt.id,
             fence=attempt.fence,
             candidate=cand.id,

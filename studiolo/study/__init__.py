@@ -12,22 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from studiolo.study.check import CheckOutcome, Difference, check_results
-from studiolo.study.model import Progress, StudySpace, prepare, run_model, run_rows
+from studiolo.study.model import Progress, StudySpace, prepare, rows, run_model
 from studiolo.study.provenance import RESULTS_NAME, source_digest
 from studiolo.study.published import Comparison, compare, reproduced
 from studiolo.study.render import render_results
 from studiolo.study.result import OracleTotals, StudyResult
-from studiolo.study.table import MechanismResult, MechanismRow, Outcome
+from studiolo.study.table import Decision, MechanismResult, MechanismRow, Outcome, ReplayCheck, tabulate
 
 __all__ = [
     "CheckOutcome",
     "Comparison",
+    "Decision",
     "Difference",
     "MechanismResult",
     "MechanismRow",
     "OracleTotals",
     "Outcome",
     "Progress",
+    "ReplayCheck",
     "StudyResult",
     "StudySpace",
     "check_results",
@@ -35,10 +37,11 @@ __all__ = [
     "prepare",
     "render_results",
     "reproduced",
+    "rows",
     "run_model",
-    "run_rows",
     "shipped_results",
     "source_digest",
+    "tabulate",
 ]
 
 

@@ -126,7 +126,7 @@ def run_controls() -> tuple[ControlResult, ...]:
 
 
 def _run(control: Control, spec: _Spec) -> ControlResult:
-    setup = study_setup(spec.pinned)
-    accepted = tuple((m.mechanism_id, execute(MAIN_CHAIN, m, setup, spec.plan).accepted) for m in MECHANISMS)
+    decisions = execute(MAIN_CHAIN, MECHANISMS, study_setup(spec.pinned), spec.plan)
+    accepted = tuple((m.mechanism_id, d.accepted) for m, d in zip(MECHANISMS, decisions, strict=True))
     expected = tuple((mechanism, wants[control]) for mechanism, wants in EXPECTED.items() if control in wants)
     return ControlResult(control, spec.description, accepted, expected)

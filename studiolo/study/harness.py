@@ -1,33 +1,34 @@
-"""Run one schedule through one mechanism in a fresh world, then check replays.
+"""Run one schedule in a fresh world and let each mechanism decide it.
 
 The worker follows the main chain honestly unless a :class:`WorkerPlan` says
 otherwise (the negative controls use plans).  Environment events change the
-world between the worker's steps.  After an accepted decision the harness
-replays the identical request and a conflicting one (report §6.4).
+world between the worker's steps.
+
+Nothing in the world reacts to a decision: the worker always submits, the
+environment events are scripted, and a mechanism only reads the world.  So
+one world serves every mechanism of an execution batch, and each mechanism
+gets its own *door*: its own preflight cache, its own ledger (terminal
+writes) and its own replay checks.  ``execute(schedule, [m])`` is one
+mechanism alone; a test checks that batching changes no decision.
+
+After an accepted decision, once every event has happened, the door replays
+the identical request and a conflicting one (report §6.4).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from studiolo.study.ledger import Completion, CompletionStatus, Ledger
 from studiolo.study.mechanisms import Mechanism, Verdict
 from studiolo.study.schedules import Event, Schedule
 from studiolo.study.table import Decision, ReplayCheck
-from studiolo.study.world import (
-    Attempt,
-    Candidate,
-    Completion,
-    CompletionRequest,
-    CompletionStatus,
-    Setup,
-    World,
-    digest,
-)
+from studiolo.study.world import Attempt, Candidate, CompletionRequest, Setup, World, digest
 
-__all__ = ["HONEST", "STEPS", "WorkerPlan", "execute", "honest_answer"]
+__all__ = ["HONEST", "STEPS", "WorkerPlan", "decide", "execute", "honest_answer"]
 
 
 def honest_answer(value: int) -> bytes:
@@ -56,38 +57,77 @@ HONEST = WorkerPlan()
 
 
 @dataclass(slots=True)
+class _Door:
+    """One mechanism's side of an execution: its preflight cache and its ledger."""
+
+    mechanism: Mechanism
+    ledger: Ledger = field(default_factory=Ledger)
+    cached: Verdict | None = None
+    completion: Completion | None = None
+
+    def preflight(self, world: World, q: CompletionRequest) -> None:
+        self.cached = self.mechanism.evaluate(world, q)
+
+    def commit(self, world: World, q: CompletionRequest) -> None:
+        self.completion = self.ledger.complete(q, lambda: self.judge(world, q))
+
+    def judge(self, world: World, q: CompletionRequest) -> bool:
+        return self.mechanism.decide(world, q, self.cached).accepted
+
+    def decision(self, world: World, q: CompletionRequest, changed: CompletionRequest) -> Decision:
+        """The decision, with both replays for an accepted one (run after every event).
+
+        ``changed`` reuses the request id of ``q`` with another candidate digest.
+        """
+        original = self.completion
+        if original is None or original.status is not CompletionStatus.ACCEPTED:
+            return Decision(accepted=False)
+        again = self.ledger.complete(q, lambda: self.judge(world, q))
+        identical = (
+            again.status is CompletionStatus.REPLAYED
+            and again.receipt == original.receipt
+            and self.ledger.terminal_writes == 1
+        )
+        conflict = self.ledger.complete(changed, lambda: self.judge(world, changed))
+        rejected = conflict.status is CompletionStatus.CONFLICT and self.ledger.terminal_writes == 1
+        return Decision(accepted=True, replay=ReplayCheck(identical, rejected))
+
+
+@dataclass(slots=True)
 class _Run:
-    """One execution's worker-side state (local to :func:`execute`)."""
+    """One execution's worker-side state and the doors deciding it."""
 
     world: World
-    mechanism: Mechanism
     plan: WorkerPlan
     attempt: Attempt
+    doors: tuple[_Door, ...]
     snapshot: tuple[int, int] = (0, 0)
     candidate: Candidate | None = None
     evidence_ids: tuple[str, ...] = ()
-    preflight_verdict: Verdict | None = None
     submitted: CompletionRequest | None = None
-    completion: Completion | None = None
 
     def read(self) -> None:
         revision = self.world.input_revision
         self.snapshot = (revision, self.world.input_at(revision))
-
-    def trusted_verify(self) -> None:
-        self.evidence_ids = self.plan.evidence(self.world, self.need_candidate(), self.claim)
-
-    def preflight(self) -> None:
-        self.preflight_verdict = self.mechanism.evaluate(self.world, self.request())
-
-    def commit(self) -> None:
-        self.completion = self.world.complete(self.request(), self.judge)
 
     def prepare_candidate(self) -> None:
         revision, value = self.snapshot
         data = self.plan.answer(value)
         self.candidate = self.world.stage_candidate(self.attempt.attempt_id, data, revision)
         self.world.write_working_copy(data)
+
+    def trusted_verify(self) -> None:
+        self.evidence_ids = self.plan.evidence(self.world, self.need_candidate(), self.claim)
+
+    def preflight(self) -> None:
+        q = self.request()
+        for door in self.doors:
+            door.preflight(self.world, q)
+
+    def commit(self) -> None:
+        q = self.request()
+        for door in self.doors:
+            door.commit(self.world, q)
 
     def need_candidate(self) -> Candidate:
         if self.candidate is None:
@@ -117,9 +157,6 @@ class _Run:
             input_revision=candidate.input_revision,
             evidence_ids=self.evidence_ids,
         )
-
-    def judge(self, world: World, q: CompletionRequest) -> bool:
-        return self.mechanism.decide(world, q, self.preflight_verdict).accepted
 
 
 def _input_edit(run: _Run) -> None:
@@ -163,27 +200,22 @@ STEPS: Mapping[Event, Callable[[_Run], None]] = MappingProxyType(
 )
 
 
-def execute(schedule: Schedule, mechanism: Mechanism, setup: Setup, plan: WorkerPlan = HONEST) -> Decision:
-    """Run ``schedule`` under ``mechanism``; replay-check an accepted decision."""
+def execute(
+    schedule: Schedule,
+    mechanisms: Sequence[Mechanism],
+    setup: Setup,
+    plan: WorkerPlan = HONEST,
+) -> tuple[Decision, ...]:
+    """Run ``schedule`` once; one decision per mechanism, in order."""
     world = World.new(setup)
-    run = _Run(world, mechanism, plan, attempt=world.attempt)
+    run = _Run(world, plan, world.attempt, tuple(_Door(m) for m in mechanisms))
     for event in schedule:
         STEPS[event](run)
-    if run.completion is None or run.completion.status is not CompletionStatus.ACCEPTED:
-        return Decision(accepted=False)
-    return Decision(accepted=True, replay=_replay(run, run.completion))
-
-
-def _replay(run: _Run, original: Completion) -> ReplayCheck:
-    """Both replays run after every event of the schedule has happened."""
-    world, request = run.world, run.request()
-    again = world.complete(request, run.judge)
-    identical = (
-        again.status is CompletionStatus.REPLAYED
-        and again.receipt == original.receipt
-        and world.terminal_writes == 1
-    )
+    request = run.request()
     changed = dataclasses.replace(request, candidate_digest=digest(b"a different candidate"))
-    conflict = world.complete(changed, run.judge)
-    rejected = conflict.status is CompletionStatus.CONFLICT and world.terminal_writes == 1
-    return ReplayCheck(identical_returned_receipt=identical, changed_digest_rejected=rejected)
+    return tuple(door.decision(world, request, changed) for door in run.doors)
+
+
+def decide(schedule: Schedule, mechanism: Mechanism, setup: Setup, plan: WorkerPlan = HONEST) -> Decision:
+    """One mechanism alone on ``schedule``."""
+    return execute(schedule, (mechanism,), setup, plan)[0]

@@ -7,19 +7,20 @@ from dataclasses import dataclass
 
 from studiolo.study.controls import Control, run_controls
 from studiolo.study.harness import execute
-from studiolo.study.mechanisms import MECHANISMS, Mechanism
+from studiolo.study.mechanisms import MECHANISMS
 from studiolo.study.oracle import eligible
 from studiolo.study.provenance import source_digest
 from studiolo.study.result import OracleTotals, StudyResult
 from studiolo.study.schedules import Schedule, all_schedules, summarize
 from studiolo.study.setting import study_setup
-from studiolo.study.table import Decide, MechanismResult, tabulate
-from studiolo.study.world import Setup
+from studiolo.study.table import Decision, MechanismResult, tabulate
 
-__all__ = ["Progress", "StudySpace", "prepare", "run_model", "run_rows"]
+__all__ = ["Progress", "StudySpace", "prepare", "rows", "run_model"]
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: executions finished so far out of the run's total."""
+
+PROGRESS_EVERY = 250  # schedules between progress reports
 
 
 @dataclass(frozen=True)
@@ -41,54 +42,44 @@ def prepare() -> StudySpace:
     return StudySpace(schedules, tuple(eligible(s) for s in schedules))
 
 
-def run_rows(
+def rows(
     space: StudySpace,
     mechanism_ids: Sequence[str],
-    decide_for: Callable[[str], Decide],
-    advance: Callable[[int], None] | None = None,
+    per_schedule: Sequence[Sequence[Decision]],
 ) -> tuple[MechanismResult, ...]:
-    """One tabulated row per mechanism, with decisions from ``decide_for(mechanism_id)``."""
+    """One row per mechanism from ``per_schedule[i][j]``: schedule i, mechanism j."""
     return tuple(
-        tabulate(mid, space.schedules, space.labels, decide_for(mid), advance) for mid in mechanism_ids
+        tabulate(mid, space.schedules, space.labels, [d[j] for d in per_schedule])
+        for j, mid in enumerate(mechanism_ids)
     )
-
-
-class _Counter:
-    """Turns per-batch ``advance(n)`` calls into ``progress(done, total)`` calls."""
-
-    def __init__(self, total: int, progress: Progress | None) -> None:
-        self.total, self.done, self.progress = total, 0, progress
-
-    def advance(self, n: int) -> None:
-        self.done += n
-        if self.progress is not None:
-            self.progress(self.done, self.total)
-
-
-def _model_decider(setup: Setup) -> Callable[[str], Decide]:
-    by_id: dict[str, Mechanism] = {m.mechanism_id: m for m in MECHANISMS}
-
-    def decide_for(mechanism_id: str) -> Decide:
-        mechanism = by_id[mechanism_id]
-        return lambda schedule: execute(schedule, mechanism, setup)
-
-    return decide_for
 
 
 def run_model(progress: Progress | None = None) -> StudyResult:
     """The report's bounded study in model mode (87,022 + 91 executions)."""
     space = prepare()
-    ids = tuple(m.mechanism_id for m in MECHANISMS)
-    total = len(ids) * (len(space.schedules) + len(Control))
-    counter = _Counter(total, progress)
-    rows = run_rows(space, ids, _model_decider(study_setup()), counter.advance)
+    total = len(MECHANISMS) * (len(space.schedules) + len(Control))
+    per_schedule = _decide_all(space.schedules, total, progress)
     controls = run_controls()
-    counter.advance(sum(len(c.accepted) for c in controls))
+    if progress is not None:
+        progress(total, total)
     return StudyResult(
         mode="model",
         source_digest=source_digest(),
         schedules=summarize(space.schedules),
         oracle=space.oracle,
-        mechanisms=rows,
+        mechanisms=rows(space, [m.mechanism_id for m in MECHANISMS], per_schedule),
         controls=controls,
     )
+
+
+def _decide_all(
+    schedules: Sequence[Schedule], total: int, progress: Progress | None
+) -> list[tuple[Decision, ...]]:
+    """Every mechanism's decision on every schedule, reporting progress as it goes."""
+    setup, width = study_setup(), len(MECHANISMS)
+    per_schedule = []
+    for index, schedule in enumerate(schedules, 1):
+        per_schedule.append(execute(schedule, MECHANISMS, setup))
+        if progress is not None and (index % PROGRESS_EVERY == 0 or index == len(schedules)):
+            progress(index * width, total)
+    return per_schedule

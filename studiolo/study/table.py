@@ -1,12 +1,13 @@
 """Tabulate decisions against the oracle's labels: one row per mechanism.
 
 Nothing here knows how a decision was made.  A model run and an engine run
-both hand :func:`tabulate` a ``decide`` function and get the same row shape.
+both hand :func:`tabulate` one :class:`Decision` per schedule and get the same
+row shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -62,9 +63,6 @@ class Decision:
     replay: ReplayCheck | None = None
 
 
-Decide = Callable[[Schedule], Decision]
-
-
 @dataclass(frozen=True)
 class MechanismRow:
     mechanism: str
@@ -117,34 +115,27 @@ class MechanismResult:
     counterexamples: Counterexamples
 
 
-PROGRESS_EVERY = 1000
-
-
 def tabulate(
     mechanism: str,
     schedules: Sequence[Schedule],
     labels: Sequence[bool],
-    decide: Decide,
-    advance: Callable[[int], None] | None = None,
+    decisions: Sequence[Decision],
 ) -> MechanismResult:
-    """Run ``decide`` on every schedule and count outcomes against ``labels``.
+    """Count one mechanism's decisions (one per schedule) against the oracle's labels.
 
     ``schedules`` must be ordered shortest first so the kept counterexamples
-    are the shortest ones.  ``advance(n)`` reports ``n`` more executions done.
+    are the shortest ones.
     """
     counts = dict.fromkeys(Outcome, 0)
     examples: dict[Outcome, list[Schedule]] = {o: [] for o in Outcome}
     replays: list[ReplayCheck] = []
-    for index, (schedule, eligible) in enumerate(zip(schedules, labels, strict=True), 1):
-        decision = decide(schedule)
+    for schedule, eligible, decision in zip(schedules, labels, decisions, strict=True):
         outcome = classify(decision.accepted, eligible)
         counts[outcome] += 1
         if len(examples[outcome]) < COUNTEREXAMPLES_PER_KIND:
             examples[outcome].append(schedule)
         if decision.replay is not None:
             replays.append(decision.replay)
-        if advance is not None and (index % PROGRESS_EVERY == 0 or index == len(schedules)):
-            advance(index % PROGRESS_EVERY or PROGRESS_EVERY)
     return MechanismResult(
         row=MechanismRow(mechanism, *(counts[o] for o in Outcome)),
         replays=_tally(replays),

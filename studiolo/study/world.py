@@ -2,9 +2,9 @@
 
 One task whose synthetic job is to double a number; one submitting worker and
 a replacement owner that never prepares its own candidate; one input object
-with a revision history; one mutable working artifact; a protected evidence
-store written only by the admitted verifier; and a completion ledger with
-request-id idempotency that every mechanism shares.
+with a revision history; one mutable working artifact; and a protected
+evidence store written only by the admitted verifier.  The completion ledger
+is separate (``ledger.py``): each mechanism has its own.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
@@ -22,10 +21,7 @@ __all__ = [
     "CHECKERS",
     "Attempt",
     "Candidate",
-    "Completion",
-    "CompletionReceipt",
     "CompletionRequest",
-    "CompletionStatus",
     "Contract",
     "Setup",
     "VerificationRecord",
@@ -146,33 +142,13 @@ class CompletionRequest:
     evidence_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class CompletionReceipt:
-    request_id: str
-    attempt_id: str
-    candidate_digest: str
-    commit_version: int
-
-
-class CompletionStatus(StrEnum):
-    ACCEPTED = "accepted"
-    REJECTED = "rejected"
-    REPLAYED = "replayed"
-    CONFLICT = "request_id_conflict"
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    status: CompletionStatus
-    receipt: CompletionReceipt | None = None
-
-
-Judge = Callable[["World", CompletionRequest], bool]
-
-
 @dataclass(slots=True)
 class World:
-    """The mutable state of one execution (one instance per run, never shared)."""
+    """The environment of one execution: everything except the completion ledger.
+
+    Mechanisms only read it; the worker, the verifier and the environment
+    events change it.
+    """
 
     setup: Setup
     input_values: list[int]
@@ -184,8 +160,6 @@ class World:
     default_policy: str = ""
     candidates: dict[str, Candidate] = field(default_factory=dict)
     evidence: dict[str, VerificationRecord] = field(default_factory=dict)
-    ledger: dict[str, tuple[CompletionRequest, CompletionReceipt]] = field(default_factory=dict)
-    terminal_writes: int = 0
 
     @classmethod
     def new(cls, setup: Setup) -> World:
@@ -269,20 +243,3 @@ class World:
             )
             receipts.append(receipt_id)
         return tuple(receipts)
-
-    # -- the completion door (idempotency is shared by every mechanism) -----
-
-    def complete(self, request: CompletionRequest, judge: Judge) -> Completion:
-        prior = self.ledger.get(request.request_id)
-        if prior is not None:
-            if prior[0] == request:
-                return Completion(CompletionStatus.REPLAYED, prior[1])
-            return Completion(CompletionStatus.CONFLICT)
-        if not judge(self, request):
-            return Completion(CompletionStatus.REJECTED)
-        self.terminal_writes += 1
-        receipt = CompletionReceipt(
-            request.request_id, request.attempt_id, request.candidate_digest, self.terminal_writes
-        )
-        self.ledger[request.request_id] = (request, receipt)
-        return Completion(CompletionStatus.ACCEPTED, receipt)

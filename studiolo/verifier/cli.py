@@ -9,9 +9,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
+import httpx
 import typer
 
-from studiolo._exceptions import StudioloError
+from studiolo._exceptions import InvalidRequest, StudioloError
+from studiolo.settings import ClientSettings, Settings
 from studiolo.verifier.keyfile import KeyFileError, generate_key_file, load_key_file
 from studiolo.verifier.port import VerifierPort
 from studiolo.verifier.runner import Runner
@@ -52,12 +54,8 @@ def keygen(
 
 
 def run(
-    project: Annotated[str, typer.Option(envvar="STUDIOLO_PROJECT", help="project id")],
+    ctx: typer.Context,
     key: Annotated[Path, typer.Option(help="the verifier's private key file (from `keygen`)")],
-    token: Annotated[str, typer.Option(envvar="STUDIOLO_TOKEN", help="the verifier's bearer token")],
-    url: Annotated[
-        str | None, typer.Option(envvar="STUDIOLO_URL", help="the service's base URL (else: embedded)")
-    ] = None,
     once: Annotated[bool, typer.Option(help="process the queue once and exit")] = False,
     poll: Annotated[float, typer.Option(min=0.1, help="seconds between polls of an empty queue")] = 5.0,
     timeout: Annotated[float, typer.Option(min=0.1, help="ceiling on one check, seconds")] = 300.0,
@@ -68,18 +66,27 @@ def run(
     run_as: Annotated[
         str | None, typer.Option(help="run checkers as this unprivileged user (the verifier runs as root)")
     ] = None,
+    embedded: Annotated[
+        bool, typer.Option(help="open the ledger at $STUDIOLO_DATABASE_URL instead of calling the service")
+    ] = False,
+    url: Annotated[str | None, typer.Option(help="service URL [env STUDIOLO_URL]")] = None,
+    token: Annotated[
+        str | None, typer.Option(help="the verifier's bearer token [env STUDIOLO_TOKEN]")
+    ] = None,
+    project: Annotated[str | None, typer.Option(help="project id [env STUDIOLO_PROJECT]")] = None,
 ) -> None:
     """Take verification work, check each candidate tree, post signed receipts.
 
     Exit codes: 0 done (failed checks are results, not errors), 1 an item could not be
     checked (no receipt was signed for it), 2 bad setup (key, token, service).
     """
+    where = _client_settings(ctx).with_overrides(url=url, token=token, project=project)
     limits = Limits(timeout=timeout, memory_bytes=memory_mb * _MIB, run_as=_user(run_as))
     with ExitStack() as cleanup:
         try:
             private = load_key_file(key)
-            port = _port(url, token, project, cleanup)
-        except (KeyFileError, StudioloError) as exc:
+            port = _port(where, embedded, cleanup)
+        except (KeyFileError, StudioloError, httpx.HTTPError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
         runner = Runner(port, private, limits=limits, workdir=workdir, echo=typer.echo)
@@ -90,12 +97,18 @@ def run(
             return
         try:
             reports = runner.run_once()
-        except (StudioloError, OSError) as exc:
+        except (StudioloError, OSError, httpx.HTTPError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
     typer.echo(f"{len(reports)} item(s) processed")
     if any(r.status == "error" for r in reports):
         raise typer.Exit(1)
+
+
+def _client_settings(ctx: typer.Context) -> ClientSettings:
+    """The main CLI's resolved settings (flags, environment, config file), else the environment's."""
+    state = getattr(ctx.find_root().obj, "settings", None)
+    return state if isinstance(state, ClientSettings) else ClientSettings.from_env()
 
 
 def _user(name: str | None) -> tuple[int, int] | None:
@@ -109,15 +122,16 @@ def _user(name: str | None) -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def _port(url: str | None, token: str, project: str, cleanup: ExitStack) -> VerifierPort:
-    if url:
+def _port(where: ClientSettings, embedded: bool, cleanup: ExitStack) -> VerifierPort:
+    if not where.token:
+        raise InvalidRequest("a bearer token is required: --token or STUDIOLO_TOKEN")
+    if not embedded:
         from studiolo.verifier.http import HttpPort
 
-        http = HttpPort.connect(url, token, project)
+        http = HttpPort.connect(where.url, where.token, where.project)
         cleanup.callback(http.close)
         return http
     from studiolo.service import Coordinator
-    from studiolo.settings import Settings
     from studiolo.store import Store
     from studiolo.verifier.inprocess import InProcessPort
 
@@ -125,7 +139,11 @@ def _port(url: str | None, token: str, project: str, cleanup: ExitStack) -> Veri
     store = Store(settings.database_url)
     cleanup.callback(store.dispose)
     coordinator = Coordinator(store, settings)
-    return InProcessPort(coordinator, coordinator.authenticate(token), project)
+    caller = coordinator.authenticate(where.token)
+    project = where.project or caller.project_id
+    if project is None:
+        raise InvalidRequest("a service admin names the project: --project")
+    return InProcessPort(coordinator, caller, project)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

@@ -125,7 +125,7 @@ def test_harmless_policy_publication(live: Actors) -> None:
     assert admin.publish_policy("stricter rules").version == 2
     done = complete(agent, task, attempt, cand, [receipt.id])
     assert agent.task(task.id).task.contract.policy_version == 1
-    assert done.completion.revisions == {"src/answer.txt": 3}
+    assert done.completion.revisions == {"src/answer.txt": 2}
 
 
 def test_revocation_before_commit_rejects(live: Actors) -> None:
@@ -146,11 +146,15 @@ def test_revocation_after_commit_stands_and_replay_needs_read(live: Actors) -> N
     cand = submit(agent, attempt, {"src/answer.txt": b"42\n"})
     receipt = verify(ver, live.world, cand)
     first = complete(agent, task, attempt, cand, [receipt.id], request_id="once")
-    admin.revoke_grant(live.world.grants["agent"])
+    for g in admin.grants():
+        if g.principal_id == live.world.agent.id:
+            admin.revoke_grant(g.id)
     assert admin.task(task.id).task.status == "completed"
-    with pytest.raises(NotFound) as info:  # the replay's receipt only for who may still read
+    with pytest.raises(CompletionRejected) as info:  # a replay's receipt only for who may still read
         complete(agent, task, attempt, cand, [receipt.id], request_id="once")
-    assert info.value.reason == "task_not_found"
+    assert (info.value.reason, info.value.status) == ("task_not_found", 404)
+    with pytest.raises(NotFound):
+        agent.task(task.id)
     assert first.completion.task_id == task.id
 
 
@@ -168,6 +172,7 @@ def test_late_return_of_a_replaced_attempt(live: Actors) -> None:
     assert rejected(lambda: complete(a1, task, old, late, [late_receipt.id], request_id="again")) == (
         "task_not_active",
         "attempt_superseded",
+        "target_base_stale",
     )
 
 

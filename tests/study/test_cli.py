@@ -30,8 +30,8 @@ def canned(monkeypatch: pytest.MonkeyPatch, study_result: StudyResult) -> StudyR
     return study_result
 
 
-def test_check_recomputes_and_accepts_the_shipped_file(app: typer.Typer) -> None:
-    """End to end: a real model run, compared byte for byte."""
+def test_check_accepts_the_shipped_file(app: typer.Typer, canned: StudyResult) -> None:
+    """The session's fresh model run, compared byte for byte through the CLI."""
     result = CliRunner().invoke(app, ["study", "--check", str(shipped_results())])
     assert result.exit_code == 0, result.output
     assert "OK " in result.output

@@ -6,11 +6,12 @@ import pytest
 
 from studiolo.study import StudyResult
 from studiolo.study.controls import Control, ControlResult
-from studiolo.study.harness import execute
+from studiolo.study.harness import decide, execute
+from studiolo.study.ledger import CompletionStatus, Ledger
 from studiolo.study.mechanisms import MECHANISMS, mechanism
-from studiolo.study.schedules import MAIN_CHAIN, Event
+from studiolo.study.schedules import MAIN_CHAIN, Event, all_schedules
 from studiolo.study.setting import study_setup
-from studiolo.study.world import CompletionRequest, CompletionStatus, World
+from studiolo.study.world import CompletionRequest, World
 
 INVALID = [c for c in Control if c is not Control.INADEQUATE_CHECKER]
 EVIDENCE_CASES = {
@@ -82,26 +83,41 @@ def _quiescent_request(world: World) -> CompletionRequest:
 
 
 def test_the_ledger_replays_and_rejects_a_changed_request() -> None:
-    world = World.new(study_setup())
+    world, ledger = World.new(study_setup()), Ledger()
     full = mechanism("full-atomic")
-
-    def judge(w: World, q: CompletionRequest) -> bool:
-        return full.evaluate(w, q).accepted
-
     request = _quiescent_request(world)
-    first = world.complete(request, judge)
-    world.revoke_worker()  # later events do not undo the receipt or block its replay
-    again = world.complete(request, judge)
+    first = ledger.complete(request, lambda: full.evaluate(world, request).accepted)
+    world.revoke_worker()  # later events neither undo the receipt nor block its replay
+    again = ledger.complete(request, lambda: full.evaluate(world, request).accepted)
     changed = dataclasses.replace(request, candidate_digest="sha256:" + "0" * 64)
-    conflict = world.complete(changed, judge)
+    conflict = ledger.complete(changed, lambda: True)
     assert first.status is CompletionStatus.ACCEPTED
     assert again.status is CompletionStatus.REPLAYED and again.receipt == first.receipt
     assert conflict.status is CompletionStatus.CONFLICT
-    assert world.terminal_writes == 1
+    assert ledger.terminal_writes == 1
+
+
+def test_a_rejected_request_writes_nothing() -> None:
+    world, ledger = World.new(study_setup()), Ledger()
+    request = _quiescent_request(world)
+    world.expire_lease()
+    full = mechanism("full-atomic")
+    outcome = ledger.complete(request, lambda: full.evaluate(world, request).accepted)
+    assert outcome.status is CompletionStatus.REJECTED
+    assert ledger.terminal_writes == 0 and not ledger.entries
+
+
+def test_sharing_one_world_changes_no_decision() -> None:
+    """Each mechanism alone decides exactly as it does in the batched execution."""
+    setup = study_setup()
+    for schedule in all_schedules()[::11]:
+        together = execute(schedule, MECHANISMS, setup)
+        alone = tuple(decide(schedule, m, setup) for m in MECHANISMS)
+        assert together == alone, schedule
 
 
 def test_an_accepted_execution_carries_passing_replays() -> None:
-    decision = execute((*MAIN_CHAIN, Event.EXPIRE), mechanism("full-atomic"), study_setup())
+    decision = decide((*MAIN_CHAIN, Event.EXPIRE), mechanism("full-atomic"), study_setup())
     assert decision.accepted
     assert decision.replay is not None
     assert decision.replay.identical_returned_receipt

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from studiolo.study import StudyResult
-from studiolo.study.harness import execute
+from studiolo.study.harness import decide
 from studiolo.study.mechanisms import mechanism
 from studiolo.study.oracle import eligible
 from studiolo.study.schedules import Event, Schedule
@@ -19,7 +19,7 @@ R, C, V, P, M = (
 
 
 def accepts(mechanism_id: str, schedule: Schedule) -> bool:
-    return execute(schedule, mechanism(mechanism_id), study_setup()).accepted
+    return decide(schedule, mechanism(mechanism_id), study_setup()).accepted
 
 
 def test_a_valid_check_becomes_obsolete() -> None:

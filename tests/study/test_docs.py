@@ -68,7 +68,7 @@ def _harmful(
     schedule: Schedule, *, input_ok: bool = True, artifact_ok: bool = True
 ) -> list[tuple[Event, int]]:
     commit = schedule.index(Event.COMMIT)
-    found = []
+    found: list[tuple[Event, int]] = []
     for position, event in enumerate(schedule[:commit]):
         if event in MAIN_CHAIN or event is Event.PUBLISH_POLICY:
             continue

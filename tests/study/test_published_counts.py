@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studiolo.study import StudyResult, compare, reproduced
-from studiolo.study.harness import execute
+from studiolo.study.harness import decide
 from studiolo.study.mechanisms import MECHANISMS, mechanism
 from studiolo.study.oracle import eligible
 from studiolo.study.schedules import all_schedules
@@ -66,7 +66,7 @@ def test_full_atomic_accepts_exactly_the_eligible(study_result: StudyResult) -> 
 def test_full_atomic_decides_like_the_oracle_on_every_schedule() -> None:
     setup, full = study_setup(), mechanism("full-atomic")
     for schedule in all_schedules():
-        assert execute(schedule, full, setup).accepted == eligible(schedule), schedule
+        assert decide(schedule, full, setup).accepted == eligible(schedule), schedule
 
 
 def test_latest_policy_only_adds_eligible_rejections(study_result: StudyResult) -> None:

@@ -63,8 +63,12 @@ def test_run_once_embedded(app: typer.Typer, world: World, tmp_path: Path) -> No
     key.write_bytes(pem)
     key.chmod(0o600)
     token = world.coord.rotate_token(world.admin, world.verifier.id).token
-    args = ["verifier", "run", "--once", "--project", world.project_id, "--key", str(key)]
-    env = {"STUDIOLO_DATABASE_URL": world.coord.store.url, "STUDIOLO_TOKEN": token}
+    args = ["verifier", "run", "--once", "--embedded", "--key", str(key)]
+    env = {
+        "STUDIOLO_DATABASE_URL": world.coord.store.url,
+        "STUDIOLO_TOKEN": token,
+        "STUDIOLO_CONFIG": "/nonexistent",
+    }
     result = CliRunner().invoke(app, args, env=env)
     assert result.exit_code == 0, result.output
     assert f"pass    {cand.id} tests (unit@1)" in result.output
@@ -73,3 +77,20 @@ def test_run_once_embedded(app: typer.Typer, world: World, tmp_path: Path) -> No
 
     bad = CliRunner().invoke(app, args, env={**env, "STUDIOLO_TOKEN": "stl_wrong"})
     assert bad.exit_code == 2 and "unknown or revoked token" in bad.output
+
+
+def test_the_docs_name_every_kind_and_option(app: typer.Typer) -> None:
+    from typer.main import get_command
+
+    from studiolo.verifier.checkers import registry
+
+    docs = (Path(__file__).parents[2] / "docs" / "verifiers.md").read_text()
+    for kind in registry():
+        assert f"| `{kind}` |" in docs, kind
+    group = get_command(app).commands["verifier"]  # type: ignore[attr-defined]
+    for name, command in group.commands.items():
+        assert f"studiolo verifier {name}" in docs, name
+        for param in command.params:
+            for opt in param.opts:
+                if opt.startswith("--") and name == "run":
+                    assert f"`{opt}`" in docs, opt

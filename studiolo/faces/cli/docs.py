@@ -1,0 +1,92 @@
+"""docs/cli.md, generated from the commands' own help (a test regenerates and compares).
+
+    python -m studiolo.faces.cli.docs > docs/cli.md
+"""
+
+from __future__ import annotations
+
+import typer
+from typer._click import core as _click
+from typer.core import TyperGroup
+from typer.main import get_command
+
+__all__ = ["command_paths", "render"]
+
+_HEADER = """\
+# The `studiolo` command line
+
+Generated from the commands' `--help` by `python -m studiolo.faces.cli.docs > docs/cli.md`;
+a test regenerates it and fails when it differs.
+
+Workers and admins talk to the HTTP API (`studiolo.client`); operators' commands (`init`,
+`serve`, `run`, `demo`, `audit verify`) open the local ledger (`--database-url`, else
+`STUDIOLO_DATABASE_URL`, else `sqlite:///studiolo.db` in the working directory).
+
+**Configuration**, strongest first: the flags `--url`, `--token`, `--project` (before the
+command), the environment (`STUDIOLO_URL`, `STUDIOLO_TOKEN`, `STUDIOLO_PROJECT`), then a
+TOML file at `STUDIOLO_CONFIG` (default `~/.config/studiolo/config.toml`) with the keys
+`url`, `token`, `project`. A project-scoped token needs no `--project`.
+
+**Output**: Rich tables for people; `--json` on every command prints JSON (on an error:
+the problem, with `status`, `reason`, `failed`, `detail`).
+
+**Exit codes**
+
+| code | meaning |
+|---|---|
+| 0 | ok (including an idempotent replay of an accepted completion) |
+| 1 | rejected or conflict (HTTP 409): a refused completion lists every failed predicate |
+| 2 | usage error or invalid request (HTTP 400, 413, 422) |
+| 3 | unauthenticated, not authorized, or not found (HTTP 401, 403, 404) |
+| 4 | the service is unreachable, or an internal error |
+
+Commands registered by other modules (`study`, `verifier …`, `db …`) follow their own
+conventions, documented with them.
+"""
+
+
+def command_paths(app: typer.Typer) -> list[tuple[str, ...]]:
+    """Every leaf command, as the words that invoke it."""
+    root = get_command(app)
+    out: list[tuple[str, ...]] = []
+
+    def walk(cmd: _click.Command, path: tuple[str, ...]) -> None:
+        if isinstance(cmd, TyperGroup):
+            for name in sorted(cmd.commands):
+                walk(cmd.commands[name], (*path, name))
+        else:
+            out.append(path)
+
+    walk(root, ())
+    return out
+
+
+def _section(app: typer.Typer, path: tuple[str, ...]) -> str:
+    cmd: _click.Command = get_command(app)
+    ctx = _click.Context(cmd, info_name="studiolo")
+    for word in path:
+        assert isinstance(cmd, TyperGroup)
+        cmd = cmd.commands[word]
+        ctx = _click.Context(cmd, info_name=word, parent=ctx)
+    usage = " ".join(["studiolo", *path, *cmd.collect_usage_pieces(ctx)])
+    lines = [f"## `studiolo {' '.join(path)}`", "", (cmd.help or "").strip(), "", "```", usage, "```", ""]
+    params = [p for p in cmd.get_params(ctx) if p.get_help_record(ctx) and "--help" not in p.opts]
+    if params:
+        lines += ["| option | help |", "|---|---|"]
+        for p in params:
+            record = p.get_help_record(ctx)
+            assert record is not None
+            lines.append(f"| `{record[0]}` | {record[1].replace('|', '/')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render(app: typer.Typer) -> str:
+    sections = [_section(app, path) for path in command_paths(app)]
+    return _HEADER + "\n" + "\n".join(sections)
+
+
+if __name__ == "__main__":
+    from studiolo.faces.cli import app as _app
+
+    print(render(_app), end="")
