@@ -9,8 +9,12 @@ from typing import Any
 
 from studiolo._exceptions import CompletionRejected, Conflict, InvalidRequest
 from studiolo.core.model import (
+    Action,
+    Attempt,
     AttemptStatus,
+    Candidate,
     Completion,
+    Grant,
     Principal,
     Task,
     TaskStatus,
@@ -80,12 +84,14 @@ class CompletionOps(Base):
 
     def _complete(self, tx: Tx, caller: Principal, q: CompletionRequest) -> CompletionOutcome | _Rejected:
         task = tx.work.task(q.task_id)
-        visible = task if task and self.may_read_task(tx, caller, task) else None
+        grants = tuple(self.grants(tx, caller, task.project_id)) if task else ()
+        readable = caller.is_service_admin or any(g.allows(Action.READ) for g in grants)
+        visible = task if task and readable else None
         if visible is not None:
             prior = tx.work.completion_by_request(visible.project_id, q.request_id)
             if prior is not None:
                 return self._replay(caller, q, prior)
-        facts = self._facts(tx, caller, q, visible)
+        facts = self._facts(tx, caller, q, visible, grants)
         verdict = evaluate(q, facts, self.disabled_checks)
         if not verdict.accepted:
             self.audit(
@@ -100,8 +106,10 @@ class CompletionOps(Base):
                 failed=[r.value for r in verdict.failed],
             )
             return _Rejected(verdict)
-        assert visible is not None
-        return CompletionOutcome(self._publish(tx, caller, q, visible), replay=False)
+        assert visible is not None and facts.attempt is not None and facts.candidate is not None
+        return CompletionOutcome(
+            self._publish(tx, caller, q, visible, facts.attempt, facts.candidate), replay=False
+        )
 
     @staticmethod
     def _replay(caller: Principal, q: CompletionRequest, prior: Completion) -> CompletionOutcome:
@@ -113,7 +121,9 @@ class CompletionOps(Base):
             )
         return CompletionOutcome(prior, replay=True)
 
-    def _facts(self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task | None) -> CompletionFacts:
+    def _facts(
+        self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task | None, grants: tuple[Grant, ...]
+    ) -> CompletionFacts:
         if task is None:
             return CompletionFacts(
                 caller, None, None, None, (), {}, {}, {}, {}, frozenset(), tx.now, tx.incarnation
@@ -135,7 +145,7 @@ class CompletionOps(Base):
             task=task,
             attempt=attempt,
             candidate=cand,
-            grants=tuple(self.grants(tx, caller, task.project_id)),
+            grants=grants,
             artifact_revisions=tx.content.revisions(task.project_id, paths),
             collection_revisions=tx.content.collection_revisions(task.project_id, prefixes),
             receipts=receipts,
@@ -155,11 +165,9 @@ class CompletionOps(Base):
                 bad.add(r.id)
         return frozenset(bad)
 
-    def _publish(self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task) -> Completion:
-        found = tx.content.candidate(q.candidate_id)
-        attempt = tx.work.attempt(q.attempt_id)
-        assert found is not None and attempt is not None
-        cand = found[1]
+    def _publish(
+        self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task, attempt: Attempt, cand: Candidate
+    ) -> Completion:
         completion_id = self.ids.new("cmp")
         revisions = {
             path: tx.content.write_artifact(task.project_id, path, digest, tx.now, caller.id, completion_id)

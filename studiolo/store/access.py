@@ -5,13 +5,27 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, insert, select, update
 
 from studiolo.core.model import Action, Checker, Grant, Policy, Principal, PrincipalKind, Project
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 
 __all__ = ["AccessRepo"]
+
+# Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
+_PRINCIPAL = select(s.principals).where(s.principals.c.id == bindparam("id"))
+_GRANTS_OF = (
+    select(s.grants)
+    .where(s.grants.c.principal_id == bindparam("who"), s.grants.c.project_id == bindparam("p"))
+    .order_by(s.grants.c.created_at)
+)
+_LIVE_GRANTS_OF = _GRANTS_OF.where(s.grants.c.revoked_at.is_(None))
+_CHECKERS = (
+    select(s.checkers)
+    .where(s.checkers.c.project_id == bindparam("p"))
+    .order_by(s.checkers.c.name, s.checkers.c.version)
+)
 
 
 class AccessRepo:
@@ -48,7 +62,7 @@ class AccessRepo:
         )
 
     def principal(self, principal_id: str) -> Principal | None:
-        row = self._c.execute(select(s.principals).where(s.principals.c.id == principal_id)).first()
+        row = self._c.execute(_PRINCIPAL, {"id": principal_id}).first()
         return _principal(row) if row else None
 
     def principals(self, project_id: str) -> list[Principal]:
@@ -105,12 +119,8 @@ class AccessRepo:
         return _grant(row) if row else None
 
     def grants_of(self, principal_id: str, project_id: str, live_only: bool = True) -> list[Grant]:
-        q = select(s.grants).where(
-            s.grants.c.principal_id == principal_id, s.grants.c.project_id == project_id
-        )
-        if live_only:
-            q = q.where(s.grants.c.revoked_at.is_(None))
-        return [_grant(r) for r in self._c.execute(q.order_by(s.grants.c.created_at))]
+        q = _LIVE_GRANTS_OF if live_only else _GRANTS_OF
+        return [_grant(r) for r in self._c.execute(q, {"who": principal_id, "p": project_id})]
 
     def grants(self, project_id: str) -> list[Grant]:
         q = select(s.grants).where(s.grants.c.project_id == project_id)
@@ -167,11 +177,7 @@ class AccessRepo:
         return _checker(row) if row else None
 
     def checkers(self, project_id: str, refs: Iterable[str] | None = None) -> list[Checker]:
-        rows = self._c.execute(
-            select(s.checkers)
-            .where(s.checkers.c.project_id == project_id)
-            .order_by(s.checkers.c.name, s.checkers.c.version)
-        )
+        rows = self._c.execute(_CHECKERS, {"p": project_id})
         found = [_checker(r) for r in rows]
         if refs is None:
             return found

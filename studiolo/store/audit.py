@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, insert, select, update
 
 from studiolo.core.canonical import digest_json
 from studiolo.core.model import Event
@@ -14,6 +14,9 @@ from studiolo.store._json import dumps, loads
 
 __all__ = ["GENESIS", "AuditRepo", "MetaRepo", "event_hash"]
 
+_LAST = select(s.events.c.seq, s.events.c.hash).order_by(s.events.c.seq.desc()).limit(1)
+_META_GET = select(s.meta.c.value).where(s.meta.c.key == bindparam("k"))
+_META_SET = update(s.meta).where(s.meta.c.key == bindparam("k")).values(value=bindparam("v"))
 GENESIS = "sha256:" + "0" * 64
 
 
@@ -38,9 +41,7 @@ class AuditRepo:
         self._c = conn
 
     def last(self) -> tuple[int, str]:
-        row = self._c.execute(
-            select(s.events.c.seq, s.events.c.hash).order_by(s.events.c.seq.desc()).limit(1)
-        ).first()
+        row = self._c.execute(_LAST).first()
         return (int(row.seq), row.hash) if row else (0, GENESIS)
 
     def append(
@@ -100,11 +101,11 @@ class MetaRepo:
         self._c = conn
 
     def get(self, key: str) -> str | None:
-        row = self._c.execute(select(s.meta.c.value).where(s.meta.c.key == key)).first()
+        row = self._c.execute(_META_GET, {"k": key}).first()
         return str(row.value) if row else None
 
     def set(self, key: str, value: str) -> None:
-        done = self._c.execute(update(s.meta).where(s.meta.c.key == key).values(value=value))
+        done = self._c.execute(_META_SET, {"k": key, "v": value})
         if done.rowcount == 0:
             self._c.execute(insert(s.meta).values(key=key, value=value))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, exists, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, exists, insert, select, update
 
 from studiolo.core.model import Artifact, Candidate, Observation
 from studiolo.core.paths import ancestors
@@ -13,6 +13,31 @@ from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 
 __all__ = ["ContentRepo"]
+
+# Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
+_ART_KEY = (s.artifacts.c.project_id == bindparam("p"), s.artifacts.c.path == bindparam("pth"))
+_ARTIFACT = select(s.artifacts).where(*_ART_KEY)
+_REVISIONS = select(s.artifacts.c.path, s.artifacts.c.revision).where(
+    s.artifacts.c.project_id == bindparam("p"), s.artifacts.c.path.in_(bindparam("paths", expanding=True))
+)
+_INSERT_ARTIFACT = insert(s.artifacts)
+_MOVE_ARTIFACT = (
+    update(s.artifacts)
+    .where(*_ART_KEY)
+    .values(revision=bindparam("rev"), digest=bindparam("d"), updated_at=bindparam("at"))
+)
+_INSERT_REVISION = insert(s.artifact_revisions)
+_BUMP_COLLECTION = (
+    update(s.collections)
+    .where(s.collections.c.project_id == bindparam("p"), s.collections.c.prefix == bindparam("pfx"))
+    .values(revision=s.collections.c.revision + 1)
+)
+_INSERT_COLLECTION = insert(s.collections)
+_COLLECTIONS = select(s.collections.c.prefix, s.collections.c.revision).where(
+    s.collections.c.project_id == bindparam("p"),
+    s.collections.c.prefix.in_(bindparam("prefixes", expanding=True)),
+)
+_CANDIDATE = select(s.candidates).where(s.candidates.c.id == bindparam("id"))
 
 
 class ContentRepo:
@@ -64,9 +89,7 @@ class ContentRepo:
 
     # artifacts
     def artifact(self, project_id: str, path: str) -> Artifact | None:
-        row = self._c.execute(
-            select(s.artifacts).where(s.artifacts.c.project_id == project_id, s.artifacts.c.path == path)
-        ).first()
+        row = self._c.execute(_ARTIFACT, {"p": project_id, "pth": path}).first()
         return _artifact(row) if row else None
 
     def artifacts(self, project_id: str, prefix: str = "") -> list[Artifact]:
@@ -80,11 +103,7 @@ class ContentRepo:
         wanted = sorted(set(paths))
         out = dict.fromkeys(wanted, 0)
         if wanted:
-            rows = self._c.execute(
-                select(s.artifacts.c.path, s.artifacts.c.revision).where(
-                    s.artifacts.c.project_id == project_id, s.artifacts.c.path.in_(wanted)
-                )
-            )
+            rows = self._c.execute(_REVISIONS, {"p": project_id, "paths": wanted})
             out.update({r.path: int(r.revision) for r in rows})
         return out
 
@@ -115,53 +134,38 @@ class ContentRepo:
         current = self.artifact(project_id, path)
         revision = (current.revision if current else 0) + 1
         if current is None:
-            self._c.execute(
-                insert(s.artifacts).values(
-                    project_id=project_id,
-                    path=path,
-                    revision=revision,
-                    digest=digest,
-                    updated_at=at,
-                )
-            )
+            values = {"project_id": project_id, "path": path, "revision": revision, "digest": digest}
+            self._c.execute(_INSERT_ARTIFACT, {**values, "updated_at": at})
         else:
             self._c.execute(
-                update(s.artifacts)
-                .where(s.artifacts.c.project_id == project_id, s.artifacts.c.path == path)
-                .values(revision=revision, digest=digest, updated_at=at)
+                _MOVE_ARTIFACT, {"p": project_id, "pth": path, "rev": revision, "d": digest, "at": at}
             )
         self._c.execute(
-            insert(s.artifact_revisions).values(
-                project_id=project_id,
-                path=path,
-                revision=revision,
-                digest=digest,
-                changed_at=at,
-                actor=actor,
-                cause=cause,
-            )
+            _INSERT_REVISION,
+            {
+                "project_id": project_id,
+                "path": path,
+                "revision": revision,
+                "digest": digest,
+                "changed_at": at,
+                "actor": actor,
+                "cause": cause,
+            },
         )
         for prefix in ancestors(path):
             self._bump_collection(project_id, prefix)
         return revision
 
     def _bump_collection(self, project_id: str, prefix: str) -> None:
-        key = (s.collections.c.project_id == project_id, s.collections.c.prefix == prefix)
-        result = self._c.execute(
-            update(s.collections).where(*key).values(revision=s.collections.c.revision + 1)
-        )
+        result = self._c.execute(_BUMP_COLLECTION, {"p": project_id, "pfx": prefix})
         if result.rowcount == 0:
-            self._c.execute(insert(s.collections).values(project_id=project_id, prefix=prefix, revision=1))
+            self._c.execute(_INSERT_COLLECTION, {"project_id": project_id, "prefix": prefix, "revision": 1})
 
     def collection_revisions(self, project_id: str, prefixes: Iterable[str]) -> dict[str, int]:
         wanted = sorted(set(prefixes))
         out = dict.fromkeys(wanted, 0)
         if wanted:
-            rows = self._c.execute(
-                select(s.collections.c.prefix, s.collections.c.revision).where(
-                    s.collections.c.project_id == project_id, s.collections.c.prefix.in_(wanted)
-                )
-            )
+            rows = self._c.execute(_COLLECTIONS, {"p": project_id, "prefixes": wanted})
             out.update({r.prefix: int(r.revision) for r in rows})
         return out
 
@@ -182,7 +186,7 @@ class ContentRepo:
 
     def candidate(self, candidate_id: str) -> tuple[str, Candidate] | None:
         """(project id, candidate) for an id, or None."""
-        row = self._c.execute(select(s.candidates).where(s.candidates.c.id == candidate_id)).first()
+        row = self._c.execute(_CANDIDATE, {"id": candidate_id}).first()
         return (row.project_id, _candidate(row)) if row else None
 
     def candidates_of_attempt(self, attempt_id: str) -> list[Candidate]:

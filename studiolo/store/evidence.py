@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select
+from sqlalchemy import Connection, Row, bindparam, insert, select
 
 from studiolo.core.model import Receipt, ReceiptResult
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 
 __all__ = ["EvidenceRepo", "receipt_body"]
+
+_RECEIPTS = select(s.receipts).where(s.receipts.c.id.in_(bindparam("ids", expanding=True)))
 
 
 def receipt_body(r: Receipt) -> dict[str, Any]:
@@ -57,7 +59,7 @@ class EvidenceRepo:
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        rows = self._c.execute(select(s.receipts).where(s.receipts.c.id.in_(wanted)))
+        rows = self._c.execute(_RECEIPTS, {"ids": wanted})
         return {r.id: _receipt(r) for r in rows}
 
     def receipts_of_candidate(self, candidate_id: str) -> list[Receipt]:

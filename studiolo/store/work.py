@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 
 from studiolo.core.model import (
     Attempt,
@@ -19,6 +19,13 @@ from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 
 __all__ = ["WorkRepo"]
+
+# Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
+_TASK = select(s.tasks).where(s.tasks.c.id == bindparam("id"))
+_ATTEMPT = select(s.attempts).where(s.attempts.c.id == bindparam("id"))
+_COMPLETION_BY_REQUEST = select(s.completions).where(
+    s.completions.c.project_id == bindparam("p"), s.completions.c.request_id == bindparam("r")
+)
 
 
 class WorkRepo:
@@ -44,7 +51,7 @@ class WorkRepo:
         )
 
     def task(self, task_id: str) -> Task | None:
-        row = self._c.execute(select(s.tasks).where(s.tasks.c.id == task_id)).first()
+        row = self._c.execute(_TASK, {"id": task_id}).first()
         return _task(row) if row else None
 
     def tasks(
@@ -85,7 +92,7 @@ class WorkRepo:
         )
 
     def attempt(self, attempt_id: str) -> Attempt | None:
-        row = self._c.execute(select(s.attempts).where(s.attempts.c.id == attempt_id)).first()
+        row = self._c.execute(_ATTEMPT, {"id": attempt_id}).first()
         return _attempt(row) if row else None
 
     def attempts(self, task_id: str) -> list[Attempt]:
@@ -119,12 +126,7 @@ class WorkRepo:
         )
 
     def completion_by_request(self, project_id: str, request_id: str) -> Completion | None:
-        row = self._c.execute(
-            select(s.completions).where(
-                s.completions.c.project_id == project_id,
-                s.completions.c.request_id == request_id,
-            )
-        ).first()
+        row = self._c.execute(_COMPLETION_BY_REQUEST, {"p": project_id, "r": request_id}).first()
         return _completion(row) if row else None
 
     def completion_of_task(self, task_id: str) -> Completion | None:
