@@ -308,7 +308,9 @@ class Client:
     def artifacts(self, prefix: str = "", *, project: str | None = None) -> list[s.ArtifactOut]:
         return self._many(s.ArtifactOut, f"{self._p(project)}/artifacts", params={"prefix": prefix})
 
-    def artifact(self, path: str, revision: int | None = None, *, project: str | None = None) -> s.ArtifactOut:
+    def artifact(
+        self, path: str, revision: int | None = None, *, project: str | None = None
+    ) -> s.ArtifactOut:
         params = {"revision": revision} if revision is not None else {}
         url = f"{self._p(project)}/artifacts/{_path(path)}"
         return self._one(s.ArtifactOut, "GET", url, params=params)

@@ -79,7 +79,9 @@ def setup_project(coord: Coordinator, admin: Principal, name: str = "demo") -> D
     coord.grant(admin, pid, demo.who("ci").id, ["read", "verify"], ["**"])
     coord.grant(admin, pid, demo.who("editor").id, ["read", "write", "observe"], ["**"])
     coord.publish_policy(admin, pid, POLICY)
-    coord.register_checker(admin, pid, "unit", "1", "command", {"argv": ["make", "test"]}, [demo.who("ci").id])
+    coord.register_checker(
+        admin, pid, "unit", "1", "command", {"argv": ["make", "test"]}, [demo.who("ci").id]
+    )
     for path, text in (("src/input.txt", "21\n"), ("src/answer.txt", "0\n"), ("docs/README.md", "# Demo\n")):
         edit(demo, "editor", path, text.encode())
     return demo
@@ -101,7 +103,9 @@ def seed(coord: Coordinator, admin: Principal, name: str = "demo") -> tuple[Demo
         ("Greet the reader", "Add src/hello.txt saying hello.", ["src/**"]),
     )
     tasks = [
-        coord.create_task(admin, demo.project_id, title, description=text, criteria={"tests": "unit@1"}, scope=sc)
+        coord.create_task(
+            admin, demo.project_id, title, description=text, criteria={"tests": "unit@1"}, scope=sc
+        )
         for title, text, sc in specs
     ]
     return demo, tasks
@@ -132,14 +136,18 @@ class _Story:
 
     def task(self, title: str, scope: tuple[str, ...] = ("src/**",)) -> Task:
         crit = {"tests": "unit@1"}
-        return self.coord.create_task(self.demo.admin, self.demo.project_id, title, criteria=crit, scope=scope)
+        return self.coord.create_task(
+            self.demo.admin, self.demo.project_id, title, criteria=crit, scope=scope
+        )
 
     def claim(self, task: Task, who: str, lease: float | None = None) -> Attempt:
         attempt = self.coord.claim(self.demo.who(who), task.id, lease)
         self.say(f"[cyan]{who}[/] claims it (attempt fence {attempt.fence})")
         return attempt
 
-    def work(self, attempt: Attempt, who: str, files: Mapping[str, bytes], reads: tuple[str, ...]) -> Candidate:
+    def work(
+        self, attempt: Attempt, who: str, files: Mapping[str, bytes], reads: tuple[str, ...]
+    ) -> Candidate:
         caller, pid = self.demo.who(who), self.demo.project_id
         deps = {p: self.coord.read_revision(caller, pid, p) for p in reads}
         digests: dict[str, str | None] = {p: self.coord.put_blob(caller, b) for p, b in files.items()}
@@ -168,7 +176,9 @@ class _Story:
         self.say(f"[magenta]ci[/] checks the exact bytes with unit@1: [bold]{result}[/]")
         return receipt.id
 
-    def complete(self, task: Task, attempt: Attempt, cand: Candidate, ev: list[str], who: str) -> tuple[str, ...]:
+    def complete(
+        self, task: Task, attempt: Attempt, cand: Candidate, ev: list[str], who: str
+    ) -> tuple[str, ...]:
         self._n += 1
         q = make_request(
             request_id=f"demo-{self._n}",

@@ -1,14 +1,15 @@
 """The evidence store's only entrance: admitted verifiers post signed receipts; workers may
 only *link* an existing receipt to their candidate when the contract allows reuse.
 
-Also the verifier's read side: the verification queue and the exact tree to check.
+Also the verifier's read side: the verification queue and the exact tree to check (the value
+types and their builders live in `studiolo.service.verification`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
@@ -25,6 +26,14 @@ from studiolo.core.model import (
 )
 from studiolo.keys import verify
 from studiolo.service._base import Base, check_id
+from studiolo.service.verification import (
+    CandidateTree,
+    TreeEntry,
+    VerificationItem,
+    declared_tree,
+    request_verification,
+    work_items,
+)
 from studiolo.store import Tx
 from studiolo.store.evidence import receipt_body
 
@@ -56,76 +65,6 @@ _BODY_KEYS = frozenset(
 # two zero bits. Anything else (padding, junk the lenient decoder skips, other spare bits)
 # would be a second spelling of one signature, hence a second receipt id for one observation.
 _SIGNATURE_RE = re.compile(r"^[A-Za-z0-9_-]{85}[AQgw]$")
-
-
-@dataclass(frozen=True)
-class VerificationItem:
-    """One unit of verification work: a criterion to check on a candidate's exact bytes."""
-
-    project_id: str
-    task_id: str
-    attempt_id: str
-    candidate_id: str
-    contract_hash: str
-    criterion: str
-    checker: str
-    checker_kind: str
-    checker_config: Mapping[str, Any]
-    candidate_digest: str
-    dependency_digest: str
-    files: Mapping[str, str | None]
-    bases: Mapping[str, int]
-    file_deps: Mapping[str, int]
-    collection_deps: Mapping[str, int]
-    issuer: str  # the verifier principal this item was listed for (the receipt's `issuer`)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> VerificationItem:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
-
-
-@dataclass(frozen=True)
-class TreeEntry:
-    path: str
-    digest: str
-    revision: int | None  # None: a candidate file, not published yet
-    source: str  # "current", "declared" (a file dependency at its declared revision), "candidate"
-
-
-@dataclass(frozen=True)
-class CandidateTree:
-    """Exactly what a verifier materializes for a candidate, read in one transaction.
-
-    Every current file of the project, with each declared file dependency at its declared
-    revision and the candidate's files on top. `unreproducible` names declared
-    dependencies whose declared state the ledger cannot show (a collection that moved
-    since, a file revision that never existed); `withheld` names paths the caller may not
-    read. A verifier checks nothing when either is non-empty.
-    """
-
-    candidate_id: str
-    candidate_digest: str
-    dependency_digest: str
-    entries: tuple[TreeEntry, ...]
-    unreproducible: tuple[str, ...]
-    withheld: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CandidateTree:
-        return cls(
-            data["candidate_id"],
-            data["candidate_digest"],
-            data["dependency_digest"],
-            tuple(TreeEntry(**e) for e in data["entries"]),
-            tuple(data["unreproducible"]),
-            tuple(data["withheld"]),
-        )
 
 
 def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str, cand_id: str) -> Receipt:
@@ -167,24 +106,6 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
         log_digest=body["log_digest"],
         signature=signature,
     )
-
-
-def request_verification(tx: Tx, task: Task, cand: Candidate, actor: Principal) -> None:
-    """Announce, in the event stream, one verification request per criterion of a new candidate."""
-    for crit in task.contract.criteria:
-        Base.audit(
-            tx,
-            task.project_id,
-            "verification.requested",
-            actor,
-            cand.id,
-            task=task.id,
-            attempt=cand.attempt_id,
-            criterion=crit.id,
-            checker=crit.checker,
-            candidate_digest=cand.digest,
-            dependency_digest=cand.dependency_digest,
-        )
 
 
 class EvidenceOps(Base):
@@ -355,46 +276,12 @@ class EvidenceOps(Base):
             mine = {c.ref: c for c in tx.access.checkers(project_id) if caller.id in c.verifiers}
             items: list[VerificationItem] = []
             for task in tx.work.tasks(project_id, TaskStatus.CLAIMED, limit=10_000):
-                items.extend(self._work_for(tx, caller, task, mine))
+                items.extend(work_items(tx, caller, task, mine))
                 if len(items) >= limit:
                     break
             return items[:limit]
 
         return self.store.read(run)
-
-    @staticmethod
-    def _work_for(tx: Tx, caller: Principal, task: Task, mine: Mapping[str, Any]) -> list[VerificationItem]:
-        if task.current_attempt_id is None:
-            return []
-        out = []
-        # Every candidate of the current attempt (the worker may cite any of them), newest first.
-        for cand in reversed(tx.content.candidates_of_attempt(task.current_attempt_id)):
-            done = {(r.criterion, r.checker) for r in tx.evidence.receipts_of_candidate(cand.id)}
-            for crit in task.contract.criteria:
-                checker = mine.get(crit.checker)
-                if checker is None or (crit.id, crit.checker) in done:
-                    continue
-                out.append(
-                    VerificationItem(
-                        task.project_id,
-                        task.id,
-                        cand.attempt_id,
-                        cand.id,
-                        task.contract_hash,
-                        crit.id,
-                        crit.checker,
-                        checker.kind,
-                        dict(checker.config),
-                        cand.digest,
-                        cand.dependency_digest,
-                        dict(cand.files),
-                        dict(cand.bases),
-                        dict(cand.file_deps),
-                        dict(cand.collection_deps),
-                        caller.id,
-                    )
-                )
-        return out
 
     def candidate_tree(self, caller: Principal, candidate_id: str) -> CandidateTree:
         """The file tree a verifier must check for a candidate (see `CandidateTree`)."""
@@ -402,7 +289,7 @@ class EvidenceOps(Base):
         def run(tx: Tx) -> CandidateTree:
             cand, task = self._candidate_for(tx, caller, candidate_id)
             self.require(tx, caller, task.project_id, Action.VERIFY)
-            files, unreproducible = _declared_tree(tx, task.project_id, cand)
+            files, unreproducible = declared_tree(tx, task.project_id, cand)
             grants = self.grants(tx, caller, task.project_id)
             withheld = tuple(
                 p
@@ -426,28 +313,3 @@ class EvidenceOps(Base):
 
 def _link_id(source_id: str, candidate_id: str) -> str:
     return "rcp_" + digest_json({"reuse": source_id, "candidate": candidate_id})[7:39]
-
-
-def _declared_tree(tx: Tx, project_id: str, cand: Candidate) -> tuple[dict[str, TreeEntry], tuple[str, ...]]:
-    files = {
-        a.path: TreeEntry(a.path, a.digest, a.revision, "current")
-        for a in tx.content.artifacts(project_id)
-        if a.digest is not None
-    }
-    unreproducible: list[str] = []
-    for path, rev in sorted(cand.file_deps.items()):
-        files.pop(path, None)
-        if rev == 0:
-            continue  # declared as absent
-        old = [h for h in tx.content.history(project_id, path) if h["revision"] == rev]
-        if not old:
-            unreproducible.append(path)
-        elif old[0]["digest"] is not None:
-            files[path] = TreeEntry(path, old[0]["digest"], rev, "declared")
-    now = tx.content.collection_revisions(project_id, cand.collection_deps)
-    unreproducible.extend(p for p, rev in sorted(cand.collection_deps.items()) if now[p] != rev)
-    for path, digest in cand.files.items():
-        files.pop(path, None)
-        if digest is not None:
-            files[path] = TreeEntry(path, digest, None, "candidate")
-    return files, tuple(unreproducible)

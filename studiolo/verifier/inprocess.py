@@ -7,7 +7,7 @@ from typing import Any
 
 from studiolo.core.model import Principal
 from studiolo.service import Coordinator
-from studiolo.service.evidence import CandidateTree, VerificationItem
+from studiolo.service.verification import CandidateTree, VerificationItem
 
 __all__ = ["InProcessPort"]
 

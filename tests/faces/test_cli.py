@@ -44,7 +44,10 @@ def test_whoami_orient_and_admin_commands(actors: Actors, world: World, tmp_path
     assert {p["name"] for p in js(actors, "admin", "project", "list")} == {"demo", "second"}
     assert "second" in cli(actors, "admin", "project", "list").stdout
     added = js(actors, "admin", "principal", "add", "bot", "--kind", "agent")
-    assert added["token"].startswith("stl_") and "shown once" in cli(actors, "admin", "principal", "add", "bot2").stdout
+    assert (
+        added["token"].startswith("stl_")
+        and "shown once" in cli(actors, "admin", "principal", "add", "bot2").stdout
+    )
     pid = added["principal"]["id"]
     assert pid in {p["id"] for p in js(actors, "admin", "principal", "list")}
     assert js(actors, "admin", "principal", "rotate-token", pid)["token"] != added["token"]
@@ -61,7 +64,9 @@ def test_whoami_orient_and_admin_commands(actors: Actors, world: World, tmp_path
     assert js(actors, "admin", "policy", "publish", "--file", str(policy))["version"] == 2
     assert "published policy v3" in cli(actors, "admin", "policy", "publish", "--text", "v3").stdout
     assert [p["version"] for p in js(actors, "admin", "policy", "list")] == [1, 2, 3]
-    c = js(actors, "admin", "checker", "add", "lint@2", "--verifier", world.verifier.id, "--argv", "ruff check")
+    c = js(
+        actors, "admin", "checker", "add", "lint@2", "--verifier", world.verifier.id, "--argv", "ruff check"
+    )
     assert c["config"] == {"argv": ["ruff", "check"]}
     assert {x["ref"] for x in js(actors, "admin", "checker", "list")} == {"unit@1", "lint@2"}
     assert other["id"].startswith("prj_")
@@ -69,9 +74,16 @@ def test_whoami_orient_and_admin_commands(actors: Actors, world: World, tmp_path
 
 def test_task_commands(actors: Actors, world: World) -> None:
     t = js(actors, "admin", "task", "create", "Double it", "--criterion", "tests=unit@1", "--scope", "src/**")
-    assert "created" in cli(actors, "admin", "task", "create", "Other", "--criterion", "tests=unit@1",
-                            "--scope", "src/**").stdout
-    assert {x["title"] for x in js(actors, "agent", "task", "list", "--status", "open")} == {"Double it", "Other"}
+    assert (
+        "created"
+        in cli(
+            actors, "admin", "task", "create", "Other", "--criterion", "tests=unit@1", "--scope", "src/**"
+        ).stdout
+    )
+    assert {x["title"] for x in js(actors, "agent", "task", "list", "--status", "open")} == {
+        "Double it",
+        "Other",
+    }
     assert "Double it" in cli(actors, "agent", "task", "list").stdout
     assert js(actors, "agent", "task", "show", t["id"])["task"]["fact"] == "open"
     assert "fact open" in cli(actors, "agent", "task", "show", t["id"]).stdout
@@ -85,7 +97,9 @@ def test_task_commands(actors: Actors, world: World) -> None:
     assert js(actors, "agent", "release", a["id"])["status"] == "released"
     r = js(actors, "admin", "task", "reassign", t["id"], world.agent2.id)
     assert r["principal_id"] == world.agent2.id and r["fence"] == 2
-    assert js(actors, "admin", "task", "cancel", t["id"], "--reason", "done elsewhere")["status"] == "cancelled"
+    assert (
+        js(actors, "admin", "task", "cancel", t["id"], "--reason", "done elsewhere")["status"] == "cancelled"
+    )
     assert "cancelled" in cli(actors, "admin", "task", "cancel", t["id"], code=1).stderr
 
 
@@ -105,13 +119,27 @@ def test_checkout_submit_verify_complete(actors: Actors, world: World, tmp_path:
     assert "candidate_id" in cli(actors, "verifier", "verifications").stdout
     key = tmp_path / "ci.pem"
     key.write_bytes(_pem(world))
-    receipt = js(actors, "verifier", "receipt", "sign", cand["id"], "--criterion", "tests", "--result", "pass",
-                 "--key-file", str(key))
+    receipt = js(
+        actors,
+        "verifier",
+        "receipt",
+        "sign",
+        cand["id"],
+        "--criterion",
+        "tests",
+        "--result",
+        "pass",
+        "--key-file",
+        str(key),
+    )
     assert receipt["body"]["result"] == "pass"
     assert [r["id"] for r in js(actors, "agent", "receipts", cand["id"])] == [receipt["id"]]
     assert "tests via unit@1: pass" in cli(actors, "agent", "receipts", cand["id"]).stdout
     done = js(actors, "agent", "complete", task.id, "--candidate", cand["id"])
-    assert done["replay"] is False and done["completion"]["revisions"] == {"src/answer.txt": 2, "src/notes.txt": 1}
+    assert done["replay"] is False and done["completion"]["revisions"] == {
+        "src/answer.txt": 2,
+        "src/notes.txt": 1,
+    }
     again = cli(actors, "agent", "complete", task.id, "--candidate", cand["id"])
     assert "idempotent replay" in again.stdout
 
@@ -123,7 +151,11 @@ def test_a_rejection_exits_1_with_every_failed_predicate(actors: Actors, world: 
     cand = submit(agent, attempt, {"src/answer.txt": b"42\n"}, ("src/input.txt",))
     verify(actors.client("verifier"), world, cand, "fail")
     problem = js(actors, "agent", "complete", task.id, "--candidate", cand.id, code=1)
-    assert (problem["status"], problem["reason"], problem["failed"]) == (409, "evidence_failed", ["evidence_failed"])
+    assert (problem["status"], problem["reason"], problem["failed"]) == (
+        409,
+        "evidence_failed",
+        ["evidence_failed"],
+    )
     human = cli(actors, "agent", "complete", task.id, "--candidate", cand.id, "--request-id", "x", code=1)
     assert "evidence_failed" in human.stderr
 
@@ -150,23 +182,45 @@ def test_artifact_observe_and_events(actors: Actors, tmp_path: Path) -> None:
     new.write_text("# guide\n")
     assert js(actors, "human", "artifact", "put", "docs/guide.md", "--file", str(new))["revision"] == 1
     assert "revision 2" in cli(actors, "human", "artifact", "put", "docs/guide.md", "--delete").stdout
-    cli(actors, "human", "artifact", "put", "docs/guide.md", "--file", str(new), "--base-revision", "0", code=1)
-    assert js(actors, "human", "observe", "src/input.txt", "deployed", "--revision", "1")["kind"] == "deployed"
+    cli(
+        actors,
+        "human",
+        "artifact",
+        "put",
+        "docs/guide.md",
+        "--file",
+        str(new),
+        "--base-revision",
+        "0",
+        code=1,
+    )
+    assert (
+        js(actors, "human", "observe", "src/input.txt", "deployed", "--revision", "1")["kind"] == "deployed"
+    )
     page = js(actors, "human", "events", "--limit", "1000")
     assert page[-1]["kind"] == "observation.recorded"
     assert "observation.recorded" in cli(actors, "human", "events", "--after", str(page[-2]["seq"])).stdout
-    followed = cli(actors, "human", "events", "--follow", "--timeout", "0.3", "--after", str(page[-2]["seq"]), "--json")
+    followed = cli(
+        actors, "human", "events", "--follow", "--timeout", "0.3", "--after", str(page[-2]["seq"]), "--json"
+    )
     assert json.loads(followed.stdout.splitlines()[-1])["seq"] == page[-1]["seq"]
 
 
 def test_config_from_env_and_file(live: Actors, tmp_path: Path) -> None:
-    env = {"STUDIOLO_URL": live.url, "STUDIOLO_TOKEN": live.tokens["agent"], "STUDIOLO_CONFIG": "/nonexistent"}
+    env = {
+        "STUDIOLO_URL": live.url,
+        "STUDIOLO_TOKEN": live.tokens["agent"],
+        "STUDIOLO_CONFIG": "/nonexistent",
+    }
     result = runner.invoke(app, ["whoami", "--json"], env=env)
     assert result.exit_code == 0 and json.loads(result.stdout)["id"] == live.world.agent.id
     config = tmp_path / "config.toml"
     config.write_text(f'url = "{live.url}"\ntoken = "{live.tokens["agent2"]}"\n')
-    result = runner.invoke(app, ["whoami", "--json"], env={"STUDIOLO_CONFIG": str(config), "STUDIOLO_URL": "",
-                                                           "STUDIOLO_TOKEN": ""})
+    result = runner.invoke(
+        app,
+        ["whoami", "--json"],
+        env={"STUDIOLO_CONFIG": str(config), "STUDIOLO_URL": "", "STUDIOLO_TOKEN": ""},
+    )
     assert json.loads(result.stdout)["id"] == live.world.agent2.id
     flags = ["--url", live.url, "--token", live.tokens["human"], "whoami", "--json"]
     result = runner.invoke(app, flags, env={"STUDIOLO_CONFIG": str(config)})
@@ -200,7 +254,10 @@ def test_serve_and_run_prepare_then_serve(tmp_path: Path, monkeypatch: pytest.Mo
     assert saved["url"] == "http://127.0.0.1:9998" and saved["admin"] in ran.stdout
     assert (tmp_path / ".studiolo" / "demo-tokens.json").stat().st_mode & 0o777 == 0o600
     rerun = runner.invoke(app, ["run", "--port", "9998"])
-    assert rerun.exit_code == 0 and json.loads((tmp_path / ".studiolo" / "demo-tokens.json").read_text()) == saved
+    assert (
+        rerun.exit_code == 0
+        and json.loads((tmp_path / ".studiolo" / "demo-tokens.json").read_text()) == saved
+    )
 
 
 def _pem(world: World) -> bytes:

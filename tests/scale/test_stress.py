@@ -24,6 +24,7 @@ def test_four_replicas_and_fifty_clients_keep_the_completion_contract(ledger_url
         seed.replicas = cluster.urls
         answers, stats = run_load(seed, PLAN, tmp_path)
     found = check_run(load_rows(ledger_url), answers)
+    print(f"\n{ledger_url.split(':')[0]}: {found.events} events, {found.accepted} accepted, {found.rejected} rejected; {dict(stats)}")
     assert found.problems == [], found.problems
     assert found.accepted > 0 and found.rejected > 0, stats  # real contention happened
     assert stats["complete.replay"] > 0 and stats["chaos.revoke"] > 0 and stats["chaos.reassign"] > 0, stats

@@ -8,7 +8,7 @@ from studiolo.study.oracle import eligible, facts_at_commit
 from studiolo.study.schedules import MAIN_CHAIN, Event, Schedule, all_schedules
 
 STUDY = Path(studiolo.study.__file__).parent
-MECHANISM_SIDE = {"mechanisms", "world", "harness", "controls", "setting"}
+MECHANISM_SIDE = {"mechanisms", "world", "ledger", "harness", "controls", "setting"}
 
 
 def _harmless_before_commit(schedule: Schedule) -> bool:

@@ -3,8 +3,12 @@ through `studiolo.client.Client`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+from typer.testing import CliRunner
 
 from studiolo._exceptions import InvalidRequest, NotFound, StudioloError
 from studiolo.core.model import ReceiptResult
@@ -44,3 +48,23 @@ def test_a_non_json_error_still_raises(world: World) -> None:
     with pytest.raises(StudioloError) as exc:
         port.work()
     assert exc.value.status == 502
+
+
+def test_the_main_cli_runs_a_verifier_over_http(world: World, tmp_path: Path) -> None:
+    """`studiolo --url … verifier run --once`: the main CLI's settings reach the verifier."""
+    from studiolo.faces.cli import build_app
+
+    task = world.new_task()
+    attempt = world.coord.claim(world.agent, task.id)
+    cand = world.candidate(attempt, {"src/answer.txt": b"42\n"})
+    key = tmp_path / "ci.key"
+    key.write_bytes(world.verifier_key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    key.chmod(0o600)
+    token = world.coord.rotate_token(world.admin, world.verifier.id).token
+    env = {"STUDIOLO_CONFIG": str(tmp_path / "none.toml"), "STUDIOLO_TOKEN": token}
+    with ServerThread(world.coord, world.coord.settings) as server:
+        args = ["--url", server.url, "verifier", "run", "--once", "--key", str(key)]
+        result = CliRunner().invoke(build_app(), args, env=env)
+    assert result.exit_code == 0, result.output
+    assert f"pass    {cand.id} tests (unit@1)" in result.output
+    assert [r.result for r in world.coord.receipts(world.agent, cand.id)] == [ReceiptResult.PASS]

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from studiolo.core.model import Attempt, ReceiptResult, Task
 from studiolo.keys import verify
-from studiolo.service.evidence import CandidateTree, VerificationItem
+from studiolo.service.verification import CandidateTree, VerificationItem
 from studiolo.store.evidence import receipt_body
 from studiolo.verifier import Checker, CheckOutcome, InProcessPort, Limits, Sandbox
 from studiolo.verifier.checkers import registry

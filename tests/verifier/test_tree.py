@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from studiolo.core.canonical import digest_bytes
-from studiolo.service.evidence import CandidateTree, TreeEntry
+from studiolo.service.verification import CandidateTree, TreeEntry
 from studiolo.verifier.tree import IntegrityError, TreeConflict, materialize, remove_tree, tree_digest
 
 BLOBS = {digest_bytes(b): b for b in (b"one\n", b"two\n", b"three\n")}

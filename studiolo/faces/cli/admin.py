@@ -94,7 +94,9 @@ def principal_revoke(ctx: typer.Context, principal_id: str, json_out: JsonOpt = 
 
 
 @principal_app.command("set-key")
-def principal_set_key(ctx: typer.Context, principal_id: str, public_key: str, json_out: JsonOpt = False) -> None:
+def principal_set_key(
+    ctx: typer.Context, principal_id: str, public_key: str, json_out: JsonOpt = False
+) -> None:
     """Register a verifier's Ed25519 public key (base64url)."""
     st = state(ctx, json_out)
     with st.client() as c:
@@ -105,7 +107,9 @@ def principal_set_key(ctx: typer.Context, principal_id: str, public_key: str, js
 def grant_add(
     ctx: typer.Context,
     principal_id: str,
-    actions: Annotated[str, typer.Option(help="comma-separated: read,write,claim,complete,verify,observe,admin")],
+    actions: Annotated[
+        str, typer.Option(help="comma-separated: read,write,claim,complete,verify,observe,admin")
+    ],
     scope: Annotated[list[str] | None, typer.Option(help="path pattern (repeatable); default **")] = None,
     project: Project = None,
     json_out: JsonOpt = False,
@@ -113,7 +117,12 @@ def grant_add(
     """Grant actions over a scope to a principal."""
     st = state(ctx, json_out)
     with st.client() as c:
-        g = c.grant(principal_id, [a.strip() for a in actions.split(",") if a.strip()], scope or ["**"], project=project)
+        g = c.grant(
+            principal_id,
+            [a.strip() for a in actions.split(",") if a.strip()],
+            scope or ["**"],
+            project=project,
+        )
     emit(st, g)
 
 
@@ -141,7 +150,9 @@ def grant_revoke(ctx: typer.Context, grant_id: str, json_out: JsonOpt = False) -
 def policy_publish(
     ctx: typer.Context,
     text: Annotated[str | None, typer.Option(help="the handbook text")] = None,
-    file: Annotated[typer.FileText | None, typer.Option(help="read the text from a file ('-': stdin)")] = None,
+    file: Annotated[
+        typer.FileText | None, typer.Option(help="read the text from a file ('-': stdin)")
+    ] = None,
     project: Project = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -166,7 +177,9 @@ def policy_list(ctx: typer.Context, project: Project = None, json_out: JsonOpt =
 def checker_add(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="name@version")],
-    verifier: Annotated[list[str] | None, typer.Option(help="admitted verifier principal id (repeatable)")] = None,
+    verifier: Annotated[
+        list[str] | None, typer.Option(help="admitted verifier principal id (repeatable)")
+    ] = None,
     kind: str = "command",
     argv: Annotated[str | None, typer.Option(help="for command checkers: the command line")] = None,
     project: Project = None,

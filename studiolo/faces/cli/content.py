@@ -139,7 +139,9 @@ def submit(
 
 
 @artifact_app.command("list")
-def artifact_list(ctx: typer.Context, prefix: str = "", project: Project = None, json_out: JsonOpt = False) -> None:
+def artifact_list(
+    ctx: typer.Context, prefix: str = "", project: Project = None, json_out: JsonOpt = False
+) -> None:
     """List current artifacts under a prefix."""
     st = state(ctx, json_out)
     with st.client() as c:
@@ -149,7 +151,11 @@ def artifact_list(ctx: typer.Context, prefix: str = "", project: Project = None,
 
 @artifact_app.command("show")
 def artifact_show(
-    ctx: typer.Context, path: str, revision: int | None = None, project: Project = None, json_out: JsonOpt = False
+    ctx: typer.Context,
+    path: str,
+    revision: int | None = None,
+    project: Project = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Show an artifact's revision and digest."""
     st = state(ctx, json_out)

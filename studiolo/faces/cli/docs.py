@@ -1,6 +1,6 @@
 """docs/cli.md, generated from the commands' own help (a test regenerates and compares).
 
-    python -m studiolo.faces.cli.docs > docs/cli.md
+python -m studiolo.faces.cli.docs > docs/cli.md
 """
 
 from __future__ import annotations

@@ -88,7 +88,9 @@ def complete(
     ctx: typer.Context,
     task_id: str,
     candidate: Annotated[str, typer.Option(help="the candidate to publish")],
-    evidence: Annotated[list[str] | None, typer.Option(help="receipt id (default: all of the candidate's)")] = None,
+    evidence: Annotated[
+        list[str] | None, typer.Option(help="receipt id (default: all of the candidate's)")
+    ] = None,
     attempt: Annotated[str | None, typer.Option(help="default: the candidate's attempt")] = None,
     fence: Annotated[int | None, typer.Option(help="default: the attempt's fence")] = None,
     contract_hash: Annotated[

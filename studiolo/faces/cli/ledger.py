@@ -41,7 +41,9 @@ def _settings(database_url: str | None, host: str | None = None, port: int | Non
     h, p = host or base.host, port or base.port
     default_public = f"http://{base.host}:{base.port}"
     public = base.public_url if base.public_url != default_public else f"http://{h}:{p}"
-    return dataclasses.replace(base, database_url=database_url or base.database_url, host=h, port=p, public_url=public)
+    return dataclasses.replace(
+        base, database_url=database_url or base.database_url, host=h, port=p, public_url=public
+    )
 
 
 def _coordinator(settings: Settings) -> Coordinator:
@@ -89,7 +91,9 @@ def run(
     database_url: DatabaseUrl = None,
     host: Host = None,
     port: Port = None,
-    state_dir: Annotated[Path, typer.Option(help="where the demo's tokens and key are kept")] = Path(".studiolo"),
+    state_dir: Annotated[Path, typer.Option(help="where the demo's tokens and key are kept")] = Path(
+        ".studiolo"
+    ),
 ) -> None:
     """`make run`: init if needed, seed the demo project if absent, print URLs and tokens, serve."""
     from studiolo.faces.http.server import serve as serve_http
@@ -124,7 +128,10 @@ def _demo_state(demo: DemoProject, state_dir: Path) -> dict[str, Any]:
     key_path = state_dir / "demo-verifier.pem"
     pem = demo.verifier_key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     _write_private(key_path, pem)
-    principals = {n: {"id": i.principal.id, "kind": i.principal.kind.value, "token": i.token} for n, i in demo.issued.items()}
+    principals = {
+        n: {"id": i.principal.id, "kind": i.principal.kind.value, "token": i.token}
+        for n, i in demo.issued.items()
+    }
     return {"project_id": demo.project_id, "principals": principals, "verifier_key_file": str(key_path)}
 
 
@@ -138,9 +145,16 @@ def _write_private(path: Path, data: bytes) -> None:
 def _banner(console: Console, saved: dict[str, Any], state_dir: Path) -> None:
     url = saved["url"]
     console.rule("[bold]Studiolo")
-    for label, where in (("API", "/v1"), ("docs", "/docs"), ("OpenAPI", "/openapi.json"), ("health", "/healthz")):
+    for label, where in (
+        ("API", "/v1"),
+        ("docs", "/docs"),
+        ("OpenAPI", "/openapi.json"),
+        ("health", "/healthz"),
+    ):
         console.print(f"{label:>8}  {url}{where}")
-    table = Table(title=f"demo project {saved.get('project_id')} — tokens (also in {state_dir}/demo-tokens.json)")
+    table = Table(
+        title=f"demo project {saved.get('project_id')} — tokens (also in {state_dir}/demo-tokens.json)"
+    )
     for col in ("who", "kind", "token"):
         table.add_column(col, overflow="fold")
     table.add_row("admin", "service admin", saved["admin"])

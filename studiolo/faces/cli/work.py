@@ -160,7 +160,9 @@ def claim(ctx: typer.Context, task_id: str, lease: Lease = None, json_out: JsonO
     st = state(ctx, json_out)
     with st.client() as c:
         a = c.claim(task_id, lease)
-    emit(st, a, lambda con: con.print(f"attempt {a.id} · fence {a.fence} · lease until {a.lease_deadline:.0f}"))
+    emit(
+        st, a, lambda con: con.print(f"attempt {a.id} · fence {a.fence} · lease until {a.lease_deadline:.0f}")
+    )
 
 
 def heartbeat(ctx: typer.Context, attempt_id: str, lease: Lease = None, json_out: JsonOpt = False) -> None:

@@ -16,9 +16,7 @@ from studiolo.settings import Settings
 __all__ = ["create_app"]
 
 
-def create_app(
-    coordinator: Coordinator, settings: Settings, *, event_poll_seconds: float = 0.5
-) -> FastAPI:
+def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_seconds: float = 0.5) -> FastAPI:
     """The HTTP face. Routes are plain `def`s: the blocking door runs in the threadpool."""
     app = FastAPI(title="Studiolo", version=__version__, docs_url="/docs", redoc_url=None)
     app.state.coordinator = coordinator

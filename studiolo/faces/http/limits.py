@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo.faces.http.problems import problem_response
@@ -45,10 +47,8 @@ class BodyLimit:
             if not exceeded:
                 await send(message)
 
-        try:
+        with contextlib.suppress(_TooLarge):
             await self.app(scope, limited, guarded)
-        except _TooLarge:
-            pass
         if exceeded:
             await self._refuse(scope, receive, send)
 

@@ -19,7 +19,12 @@ __all__ = ["PROBLEM_MEDIA_TYPE", "Problem", "install_handlers", "problem_respons
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _log = logging.getLogger("studiolo.http")
-_HTTP_REASONS = {401: "unauthenticated", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+_HTTP_REASONS = {
+    401: "unauthenticated",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
 
 
 class Problem(BaseModel):

@@ -115,9 +115,7 @@ def task(t: Task) -> s.TaskOut:
 
 
 def task_summary(v: TaskView) -> s.TaskSummaryOut:
-    return s.TaskSummaryOut(
-        **task(v.task).model_dump(), fact=v.fact.value, still_current=v.still_current
-    )
+    return s.TaskSummaryOut(**task(v.task).model_dump(), fact=v.fact.value, still_current=v.still_current)
 
 
 def task_view(v: TaskView) -> s.TaskViewOut:

@@ -1,0 +1,194 @@
+"""Completions per second through HTTP with 16 concurrent clients, against a no-op
+authenticated endpoint (`GET /v1/me`) of the same server in the same run.
+
+    python bench/http.py [--clients 16] [--per-client 20]   (this module runs through it)
+
+The server is `studiolo serve` in a subprocess on a fresh SQLite ledger (WAL, synchronous=FULL).
+Every task is prepared beforehand (claimed, a candidate submitted, a passing signed receipt),
+so the timed phase is only the completion requests. The last line is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from studiolo.demo import DemoProject, setup_project
+from studiolo.faces.http.server import free_port
+from studiolo.keys import sign
+from studiolo.service import CandidateDraft, Coordinator
+from studiolo.settings import Settings
+from studiolo.store import Store
+
+
+def prepare(demo: DemoProject, n: int) -> list[dict[str, Any]]:
+    """n tasks, each ready to complete: claimed, with a candidate and a passing receipt."""
+    coord, pid, ci = demo.coord, demo.project_id, demo.who("ci")
+    out = []
+    for i in range(n):
+        who = "agent-a" if i % 2 == 0 else "agent-b"
+        agent = demo.who(who)
+        task = coord.create_task(
+            demo.admin, pid, f"bench {i}", criteria={"tests": "unit@1"}, scope=["src/**"]
+        )
+        attempt = coord.claim(agent, task.id)
+        digest = coord.put_blob(agent, f"{i}\n".encode())
+        cand = coord.submit_candidate(
+            agent, attempt.id, CandidateDraft({f"src/out/{i}.txt": digest}, {f"src/out/{i}.txt": 0}, {}, {})
+        )
+        body = {
+            "task_id": task.id,
+            "attempt_id": attempt.id,
+            "contract_hash": task.contract_hash,
+            "candidate_digest": cand.digest,
+            "dependency_digest": cand.dependency_digest,
+            "criterion": "tests",
+            "checker": "unit@1",
+            "result": "pass",
+            "issued_at": int(time.time() * 1000),
+            "issuer": ci.id,
+            "log_digest": None,
+        }
+        receipt = coord.submit_receipt(ci, cand.id, body, sign(demo.verifier_key, body))
+        request = {
+            "request_id": f"bench-{i}",
+            "attempt_id": attempt.id,
+            "fence": attempt.fence,
+            "contract_hash": task.contract_hash,
+            "candidate_id": cand.id,
+            "evidence": [receipt.id],
+        }
+        out.append({"who": who, "task_id": task.id, "body": request})
+    return out
+
+
+def timed(
+    clients: int, work: Callable[[int, httpx.Client], list[float]], tokens: list[str], url: str
+) -> tuple[float, list[float]]:
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    barrier = threading.Barrier(clients + 1)
+
+    def run(k: int) -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens[k]}"}, timeout=60) as http:
+            http.get("/v1/me").raise_for_status()  # connect and warm up outside the timing
+            barrier.wait()
+            latencies[k] = work(k, http)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    flat = [x for lat in latencies for x in lat]
+    return len(flat) / elapsed, flat
+
+
+def _call(http: httpx.Client, method: str, path: str, expect: int, **kw: Any) -> float:
+    t0 = time.perf_counter()
+    r = http.request(method, path, **kw)
+    if r.status_code != expect:
+        raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:300]}")
+    return (time.perf_counter() - t0) * 1000
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--per-client", type=int, default=20)
+    args = parser.parse_args()
+    n = args.clients * args.per_client
+    with tempfile.TemporaryDirectory(prefix="studiolo-bench-") as tmp:
+        url_db = Settings.sqlite_url(Path(tmp) / "bench.db")
+        store = Store(url_db)
+        coord = Coordinator(store, Settings(database_url=url_db))
+        admin = coord.initialize()
+        assert admin is not None
+        t0 = time.perf_counter()
+        demo = setup_project(coord, admin.principal)
+        ready = prepare(demo, n)
+        store.dispose()
+        print(f"prepared {n} tasks in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        port = free_port()
+        env = {**os.environ, "STUDIOLO_DATABASE_URL": url_db}
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from studiolo.faces.cli import main; main()",
+                "serve",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait(url)
+            tokens = [demo.tokens["agent-a" if k % 2 == 0 else "agent-b"] for k in range(args.clients)]
+            mine = [ready[k :: args.clients] for k in range(args.clients)]
+
+            def noop(k: int, http: httpx.Client) -> list[float]:
+                return [_call(http, "GET", "/v1/me", 200) for _ in mine[k]]
+
+            def completions(k: int, http: httpx.Client) -> list[float]:
+                return [
+                    _call(http, "POST", f"/v1/tasks/{t['task_id']}/complete", 201, json=t["body"])
+                    for t in mine[k]
+                ]
+
+            noop_rps, noop_lat = timed(args.clients, noop, tokens, url)
+            done_rps, done_lat = timed(args.clients, completions, tokens, url)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    result = {
+        "http_ratio": round(done_rps / noop_rps, 3),
+        "completions_per_s": round(done_rps, 1),
+        "noop_per_s": round(noop_rps, 1),
+        "p50_ms": round(pct(done_lat, 50), 1),
+        "p99_ms": round(pct(done_lat, 99), 1),
+        "noop_p50_ms": round(pct(noop_lat, 50), 1),
+        "noop_p99_ms": round(pct(noop_lat, 99), 1),
+        "clients": args.clients,
+        "completions": len(done_lat),
+    }
+    print(f"completions {done_rps:.1f}/s vs no-op {noop_rps:.1f}/s over {args.clients} clients")
+    print(json.dumps(result))
+
+
+def _wait(url: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError("the server did not start")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""Verification work: what a verifier is asked to check and the exact tree it checks.
+
+Value types shared by the door (`EvidenceOps`), the HTTP face and the verifier, and the
+read-side helpers that build them inside one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from studiolo.core.model import Candidate, Checker, Principal, Task
+from studiolo.service._base import Base
+from studiolo.store import Tx
+
+__all__ = [
+    "CandidateTree",
+    "TreeEntry",
+    "VerificationItem",
+    "declared_tree",
+    "request_verification",
+    "work_items",
+]
+
+
+@dataclass(frozen=True)
+class VerificationItem:
+    """One unit of verification work: a criterion to check on a candidate's exact bytes."""
+
+    project_id: str
+    task_id: str
+    attempt_id: str
+    candidate_id: str
+    contract_hash: str
+    criterion: str
+    checker: str
+    checker_kind: str
+    checker_config: Mapping[str, Any]
+    candidate_digest: str
+    dependency_digest: str
+    files: Mapping[str, str | None]
+    bases: Mapping[str, int]
+    file_deps: Mapping[str, int]
+    collection_deps: Mapping[str, int]
+    issuer: str  # the verifier principal this item was listed for (the receipt's `issuer`)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> VerificationItem:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    path: str
+    digest: str
+    revision: int | None  # None: a candidate file, not published yet
+    source: str  # "current", "declared" (a file dependency at its declared revision), "candidate"
+
+
+@dataclass(frozen=True)
+class CandidateTree:
+    """Exactly what a verifier materializes for a candidate, read in one transaction.
+
+    Every current file of the project, with each declared file dependency at its declared
+    revision and the candidate's files on top. `unreproducible` names declared
+    dependencies whose declared state the ledger cannot show (a collection that moved
+    since, a file revision that never existed); `withheld` names paths the caller may not
+    read. A verifier checks nothing when either is non-empty.
+    """
+
+    candidate_id: str
+    candidate_digest: str
+    dependency_digest: str
+    entries: tuple[TreeEntry, ...]
+    unreproducible: tuple[str, ...]
+    withheld: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CandidateTree:
+        return cls(
+            data["candidate_id"],
+            data["candidate_digest"],
+            data["dependency_digest"],
+            tuple(TreeEntry(**e) for e in data["entries"]),
+            tuple(data["unreproducible"]),
+            tuple(data["withheld"]),
+        )
+
+
+def request_verification(tx: Tx, task: Task, cand: Candidate, actor: Principal) -> None:
+    """Announce, in the event stream, one verification request per criterion of a new candidate."""
+    for crit in task.contract.criteria:
+        Base.audit(
+            tx,
+            task.project_id,
+            "verification.requested",
+            actor,
+            cand.id,
+            task=task.id,
+            attempt=cand.attempt_id,
+            criterion=crit.id,
+            checker=crit.checker,
+            candidate_digest=cand.digest,
+            dependency_digest=cand.dependency_digest,
+        )
+
+
+def work_items(tx: Tx, caller: Principal, task: Task, mine: Mapping[str, Checker]) -> list[VerificationItem]:
+    """The unchecked criteria of the task's current attempt's candidates that `mine` covers."""
+    if task.current_attempt_id is None:
+        return []
+    out = []
+    # Every candidate of the current attempt (the worker may cite any of them), newest first.
+    for cand in reversed(tx.content.candidates_of_attempt(task.current_attempt_id)):
+        done = {(r.criterion, r.checker) for r in tx.evidence.receipts_of_candidate(cand.id)}
+        for crit in task.contract.criteria:
+            checker = mine.get(crit.checker)
+            if checker is None or (crit.id, crit.checker) in done:
+                continue
+            out.append(
+                VerificationItem(
+                    task.project_id,
+                    task.id,
+                    cand.attempt_id,
+                    cand.id,
+                    task.contract_hash,
+                    crit.id,
+                    crit.checker,
+                    checker.kind,
+                    dict(checker.config),
+                    cand.digest,
+                    cand.dependency_digest,
+                    dict(cand.files),
+                    dict(cand.bases),
+                    dict(cand.file_deps),
+                    dict(cand.collection_deps),
+                    caller.id,
+                )
+            )
+    return out
+
+
+def declared_tree(tx: Tx, project_id: str, cand: Candidate) -> tuple[dict[str, TreeEntry], tuple[str, ...]]:
+    """Path → entry of the tree to check, and the declared dependencies it cannot reproduce."""
+    files = {
+        a.path: TreeEntry(a.path, a.digest, a.revision, "current")
+        for a in tx.content.artifacts(project_id)
+        if a.digest is not None
+    }
+    unreproducible: list[str] = []
+    for path, rev in sorted(cand.file_deps.items()):
+        files.pop(path, None)
+        if rev == 0:
+            continue  # declared as absent
+        old = [h for h in tx.content.history(project_id, path) if h["revision"] == rev]
+        if not old:
+            unreproducible.append(path)
+        elif old[0]["digest"] is not None:
+            files[path] = TreeEntry(path, old[0]["digest"], rev, "declared")
+    now = tx.content.collection_revisions(project_id, cand.collection_deps)
+    unreproducible.extend(p for p, rev in sorted(cand.collection_deps.items()) if now[p] != rev)
+    for path, digest in cand.files.items():
+        files.pop(path, None)
+        if digest is not None:
+            files[path] = TreeEntry(path, digest, None, "candidate")
+    return files, tuple(unreproducible)

@@ -1,0 +1,89 @@
+"""The README's `make run` (= `studiolo run`) as a subprocess: it serves, and one demo task
+can be completed through the CLI with the tokens and verifier key it leaves behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from studiolo.faces.http.server import free_port
+
+STUDIOLO = [sys.executable, "-c", "from studiolo.faces.cli import main; main()"]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[0]
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("studiolo run did not become healthy")
+
+
+def test_make_run_serves_the_demo_and_a_task_completes(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIOLO_")}
+    proc = subprocess.Popen(
+        [*STUDIOLO, "run", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_healthy(url, proc)
+        saved = json.loads((tmp_path / ".studiolo" / "demo-tokens.json").read_text())
+        assert saved["url"] == url and (tmp_path / "studiolo.db").is_file()
+        agent = saved["principals"]["agent-a"]["token"]
+        verifier = saved["principals"]["ci"]["token"]
+
+        def cli(token: str, *args: str) -> Any:
+            run = subprocess.run(
+                [*STUDIOLO, "--url", url, "--token", token, *args, "--json"],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert run.returncode == 0, (args, run.stdout, run.stderr)
+            return json.loads(run.stdout)
+
+        task = saved["tasks"]["Double the number"]
+        attempt = cli(agent, "claim", task)
+        cli(agent, "checkout", "work", "--prefix", "src")
+        (tmp_path / "work" / "src" / "answer.txt").write_text("42\n")
+        cand = cli(agent, "submit", attempt["id"], "work")
+        cli(
+            verifier,
+            "receipt",
+            "sign",
+            cand["id"],
+            "--criterion",
+            "tests",
+            "--result",
+            "pass",
+            "--key-file",
+            saved["verifier_key_file"],
+        )
+        done = cli(agent, "complete", task, "--candidate", cand["id"])
+        assert done["completion"]["revisions"] == {"src/answer.txt": 2}
+        assert cli(agent, "task", "show", task)["task"]["fact"] == "accepted"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        output = proc.communicate(timeout=30)[0]
+    assert "demo-tokens.json" in output and url in output

@@ -1,0 +1,160 @@
+"""kill -9 a serving process at random moments during completion bursts, restart it, and
+show: every completion whose answer reached a client is recorded, no completion is partial,
+and replaying the same request id recovers every request whose answer was lost."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from studiolo import StudioloError
+from studiolo.client import Client
+from studiolo.keys import sign
+from studiolo.service import CandidateDraft, Coordinator
+from studiolo.settings import Settings
+from studiolo.store import Store
+from tests.scale.checker import check_run, load_rows
+from tests.scale.cluster import INPUT, Cluster, Seed, seed_project
+
+BURSTS = 4
+PER_BURST = 10
+
+
+def _ready(seed: Seed) -> list[dict[str, Any]]:
+    """Claimed (long lease), candidate submitted, receipt recorded: only the commit is left."""
+    coord = Coordinator(Store(seed.url), Settings(database_url=seed.url))
+    verifier = coord.authenticate(seed.verifier_token)
+    key = seed.key()
+    out = []
+    for n, task in enumerate(seed.tasks):
+        agent = seed.agents[n % len(seed.agents)]
+        who = coord.authenticate(agent["token"])
+        att = coord.claim(who, task["id"], 3600)
+        digest = coord.put_blob(who, f"result {n}".encode())
+        cand = coord.submit_candidate(
+            who, att.id, CandidateDraft({task["target"]: digest}, {task["target"]: 0}, {INPUT: 1}, {})
+        )
+        body = {
+            "task_id": task["id"],
+            "attempt_id": att.id,
+            "contract_hash": task["contract_hash"],
+            "candidate_digest": cand.digest,
+            "dependency_digest": cand.dependency_digest,
+            "criterion": "tests",
+            "checker": "unit@1",
+            "result": "pass",
+            "issued_at": int(time.time() * 1000),
+            "issuer": verifier.id,
+            "log_digest": None,
+        }
+        receipt = coord.submit_receipt(verifier, cand.id, body, sign(key, body))
+        request = {
+            "request_id": f"crash-{n}",
+            "attempt_id": att.id,
+            "fence": att.fence,
+            "contract_hash": task["contract_hash"],
+            "candidate_id": cand.id,
+            "evidence": [receipt.id],
+        }
+        out.append({"task": task["id"], "token": agent["token"], "request": request})
+    coord.store.dispose()
+    return out
+
+
+class _Burst:
+    """Clients send one burst of completions; the killer strikes after `kill_after` answers."""
+
+    def __init__(self, base: str, items: list[dict[str, Any]], answers: list[dict[str, Any]]) -> None:
+        self.items, self.answers = items, answers
+        self.transport = httpx.HTTPTransport()
+        self.clients = [Client(base, it["token"], timeout=30, transport=self.transport) for it in items]
+        self.stats: Counter[str] = Counter()
+        self.answered = threading.Semaphore(0)
+
+    def run(self, rng: random.Random, kill: Any) -> Counter[str]:
+        threads = [threading.Thread(target=self._send, args=(i,)) for i in range(len(self.items))]
+        for t in threads:
+            t.start()
+        for _ in range(rng.randrange(0, len(self.items) // 2)):
+            self.answered.acquire(timeout=30)
+        time.sleep(rng.uniform(0.0, 0.03))
+        kill()
+        for t in threads:
+            t.join()
+        self.transport.close()
+        return self.stats
+
+    def _send(self, i: int) -> None:
+        item, client = self.items[i], self.clients[i]
+        rid = item["request"]["request_id"]
+        try:
+            done = client.complete(item["task"], **item["request"])
+        except httpx.TransportError:
+            self.stats["lost"] += 1  # the server died first: the outcome is unknown to the client
+            return
+        except StudioloError as err:
+            self.stats[f"rejected.{err.reason}"] += 1
+            self.answers.append({"rid": rid, "outcome": "rejected", "failed": err.failed})
+            return
+        finally:
+            self.answered.release()
+        self.stats["answered"] += 1
+        outcome = "replay" if done.replay else "accepted"
+        self.answers.append(
+            {"rid": rid, "outcome": outcome, "completion": done.completion.id, "signature": done.completion.signature}
+        )
+
+
+@pytest.mark.slow
+def test_kill_9_during_completion_bursts_loses_nothing_answered(ledger_url: str, tmp_path: Path) -> None:
+    rng = random.Random(5)
+    seed = seed_project(ledger_url, agents=6, tasks=BURSTS * PER_BURST, hot=0)
+    ready = _ready(seed)
+    answers: list[dict[str, Any]] = []
+    stats: Counter[str] = Counter()
+    with Cluster(ledger_url, 2, tmp_path) as cluster:
+        victim, survivor = cluster.replicas
+        for burst in range(BURSTS):
+            batch = ready[burst * PER_BURST : (burst + 1) * PER_BURST]
+            stats.update(_Burst(victim.base, batch, answers).run(rng, victim.kill))  # kill -9 mid-burst
+            victim.start()
+
+        # what the clients were told is recorded, and nothing recorded is partial
+        before = load_rows(ledger_url)
+        found = check_run(before, answers)
+        assert found.problems == [], found.problems
+
+        # recovery: every request is replayed with its request id, against another replica
+        committed = {c["request_id"]: c for c in before["completions"]}
+        for item in ready:
+            rid = item["request"]["request_id"]
+            with Client(survivor.base, item["token"], timeout=30) as client:
+                again = client.complete(item["task"], **item["request"])
+            if rid in committed:
+                assert again.replay and again.completion.id == committed[rid]["id"], rid
+            else:
+                assert not again.replay  # it never committed: now it does, exactly once
+            answers.append(
+                {
+                    "rid": rid,
+                    "outcome": "replay" if again.replay else "accepted",
+                    "completion": again.completion.id,
+                    "signature": again.completion.signature,
+                }
+            )
+    after = load_rows(ledger_url)
+    found = check_run(after, answers)
+    assert found.problems == [], found.problems
+    assert len(after["completions"]) == len(ready)  # every task completed exactly once
+    assert stats["lost"] > 0, stats  # the kills landed inside the bursts
+    assert stats["lost"] + stats["answered"] + sum(v for k, v in stats.items() if k.startswith("rejected")) == len(
+        ready
+    )
+    print(f"\n{ledger_url.split(':')[0]}: {dict(stats)}; committed before replay: {len(committed)}")
