@@ -7,6 +7,7 @@ only if the verdict accepts. Nothing here reads a clock or a database.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -41,6 +42,10 @@ class CompletionRequest:
 
     def digest(self) -> str:
         """Digest of everything the request binds (not the request id itself)."""
+        return self._digest
+
+    @functools.cached_property
+    def _digest(self) -> str:
         return digest_json(
             {
                 "task_id": self.task_id,

@@ -43,5 +43,6 @@ OTHER_REASONS: tuple[str, ...] = (
     "signature_invalid",
     "verifier_not_admitted",
     "conflict",
+    "method_not_allowed",
     "internal_error",
 )

@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import psycopg
@@ -75,19 +74,37 @@ SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
 """
 
 
-@dataclass
 class Tx:
-    """One transaction: the repositories over one connection, plus the authority clock."""
+    """One transaction: the repositories over one connection, plus the authority clock.
 
-    conn: Connection
-    access: AccessRepo
-    work: WorkRepo
-    content: ContentRepo
-    evidence: EvidenceRepo
-    audit: AuditRepo
-    meta: MetaRepo
-    now: float  # the authority clock, read once at the start of the transaction
-    incarnation: str
+    `now` is read once per transaction: at its start for a write; for a read, on first use
+    (most reads never ask, and a round trip is saved). `incarnation` comes with it.
+    """
+
+    def __init__(self, conn: Connection, authority: Callable[[], tuple[float, str]]) -> None:
+        self.conn = conn
+        self.access = AccessRepo(conn)
+        self.work = WorkRepo(conn)
+        self.content = ContentRepo(conn)
+        self.evidence = EvidenceRepo(conn)
+        self.audit = AuditRepo(conn)
+        self.meta = MetaRepo(conn)
+        self._authority = authority
+        self._read: tuple[float, str] | None = None
+
+    @property
+    def now(self) -> float:
+        """The authority clock at this transaction's commit point (SPEC §2)."""
+        return self._clock()[0]
+
+    @property
+    def incarnation(self) -> str:
+        return self._clock()[1]
+
+    def _clock(self) -> tuple[float, str]:
+        if self._read is None:
+            self._read = self._authority()
+        return self._read
 
 
 class Store:
@@ -154,8 +171,13 @@ class Store:
         """Run `fn` on one consistent snapshot (no writes)."""
 
         def once() -> T:
-            with self._transaction(write=False) as tx:
-                return fn(tx)
+            try:
+                with self._transaction(write=False) as tx:
+                    return fn(tx)
+            except DBAPIError as exc:
+                if exc.connection_invalidated:  # a read has no effects: always safe to rerun
+                    raise _Reconnect(str(exc)) from exc
+                raise
 
         return self._with_retry(once)
 
@@ -262,22 +284,16 @@ class Store:
 
     def _open(self, conn: Connection, *, write: bool) -> Tx:
         meta = MetaRepo(conn)
-        if self.is_sqlite or self.clock_source == "service":
-            incarnation = meta.get("incarnation") or ""
-            now = self._service_now(meta, write=write)
-        else:
-            now, incarnation = self._database_now(conn, meta, write=write)
-        return Tx(
-            conn=conn,
-            access=AccessRepo(conn),
-            work=WorkRepo(conn),
-            content=ContentRepo(conn),
-            evidence=EvidenceRepo(conn),
-            audit=AuditRepo(conn),
-            meta=meta,
-            now=now,
-            incarnation=incarnation,
-        )
+
+        def authority() -> tuple[float, str]:
+            if self.clock_source == "service":
+                return self._service_now(meta, write=write), meta.get("incarnation") or ""
+            return self._database_now(conn, meta, write=write)
+
+        tx = Tx(conn, authority)
+        if write:
+            _ = tx.now  # a writer reads the clock first thing, right after the gate
+        return tx
 
     def authority_clock(self, conn: Connection) -> float:
         """The authority's clock right now, unguarded (a restore starts its guard afresh)."""

@@ -112,9 +112,7 @@ class _Log:
 
 def _clients(seed: Seed, token: str, transport: httpx.HTTPTransport) -> list[Client]:
     """One client per replica, over one shared transport (building one is slow: TLS setup)."""
-    return [
-        Client(base, token, project=seed.project_id, timeout=60, transport=transport) for base in seed.replicas
-    ]
+    return [Client(b, token, project=seed.project_id, timeout=60, transport=transport) for b in seed.replicas]
 
 
 class _Worker:
@@ -204,7 +202,8 @@ class _Worker:
                 out = self.any(self.me).complete(task["id"], **request)
             except StudioloError as err:
                 self.log.count(f"complete.{err.reason}")
-                self.log.answer(rid=request["request_id"], task=task["id"], outcome="rejected", failed=err.failed)
+                rid = request["request_id"]
+                self.log.answer(rid=rid, task=task["id"], outcome="rejected", failed=err.failed)
                 if err.reason == "task_not_active":
                     self.done.add(task["id"])
                 return None

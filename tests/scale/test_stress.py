@@ -17,14 +17,15 @@ PLAN = LoadPlan(processes=4, workers_per_process=12, chaos_per_process=1, second
 
 
 @pytest.mark.slow
-def test_four_replicas_and_fifty_clients_keep_the_completion_contract(ledger_url: str, tmp_path: Path) -> None:
+def test_four_replicas_and_fifty_clients_keep_the_contract(ledger_url: str, tmp_path: Path) -> None:
     assert PLAN.clients >= 50 or PLAN.processes * PLAN.workers_per_process + 4 >= 50
     seed = seed_project(ledger_url, agents=24, tasks=160, hot=6)
     with Cluster(ledger_url, 4, tmp_path) as cluster:
         seed.replicas = cluster.urls
         answers, stats = run_load(seed, PLAN, tmp_path)
     found = check_run(load_rows(ledger_url), answers)
-    print(f"\n{ledger_url.split(':')[0]}: {found.events} events, {found.accepted} accepted, {found.rejected} rejected; {dict(stats)}")
+    where = ledger_url.split(":")[0]
+    print(f"\n{where}: {found.events} events, {found.accepted} accepted, {found.rejected} refused; {stats}")
     assert found.problems == [], found.problems
     assert found.accepted > 0 and found.rejected > 0, stats  # real contention happened
     assert stats["complete.replay"] > 0 and stats["chaos.revoke"] > 0 and stats["chaos.reassign"] > 0, stats

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
-import pytest
 from sqlalchemy.engine import make_url
 
 ENV = "STUDIOLO_TEST_DATABASE_URL"
@@ -26,6 +25,8 @@ def _conninfo(url: str) -> str:
 
 def server_url() -> str:
     """The configured PostgreSQL URL, or skip the test with the reason."""
+    import pytest  # only the tests skip; bench/scale.py uses fresh_database alone
+
     url = os.environ.get(ENV)
     if not url:
         pytest.skip(f"PostgreSQL tests need {ENV} (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)")

@@ -1,0 +1,265 @@
+"""Scale-out benchmark: completion throughput and latency with 1, 2 and 4 `studiolo serve`
+replicas on one PostgreSQL database, next to a baseline of bare single-row PostgreSQL
+transactions issued by the same client processes in the same run.
+
+    python bench/scale.py [--database-url postgresql+psycopg://postgres@127.0.0.1:5432/test]
+
+Workload (per replica count, on disjoint tasks of one seeded project): every task is claimed,
+has a candidate and a passing receipt; the timed phase is only the completion requests,
+sent over HTTP by `--clients` concurrent clients (processes × threads) to the replicas in
+turn. Contention: `--hot` tasks receive `--hot-requests` competing completion requests each
+(distinct request ids, one wins, the rest are refused with `task_not_active`), all other
+tasks one request each. Every request is a full serializable decision; throughput counts
+decisions per second, accepted ones are reported too.
+
+Baseline: the same clients run `UPDATE bench_rows SET n = n + 1 WHERE id = $1; COMMIT` on
+psycopg directly (READ COMMITTED, autocommit off) over the same hot/cold id mix.
+
+The last line is JSON: `pg_ratio` = completions/s with one replica ÷ bare transactions/s;
+`replica_scaling` = completions/s with 4 replicas ÷ with 1; `p99_ms` = p99 completion
+latency with 4 replicas (every figure is also broken down per replica count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+# Run as a script, bench/ is sys.path[0]: a sibling named like a stdlib module (bench/http.py)
+# would shadow it. Import from the repository root instead.
+sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench")]
+
+import httpx  # noqa: E402
+import psycopg  # noqa: E402
+from sqlalchemy.engine import make_url  # noqa: E402
+
+from studiolo import StudioloError  # noqa: E402
+from studiolo.client import Client  # noqa: E402
+from tests.scale.cluster import Cluster, seed_project  # noqa: E402
+from tests.scale.test_crash import _ready  # noqa: E402
+from tests.store.pgdb import fresh_database  # noqa: E402
+
+DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+@dataclass(frozen=True)
+class Options:
+    url: str
+    replicas: tuple[int, ...]
+    processes: int
+    threads: int
+    cold: int
+    hot: int
+    hot_requests: int
+    bare_seconds: float
+
+
+def _options() -> Options:
+    env = os.environ.get("STUDIOLO_BENCH_DATABASE_URL") or os.environ.get("STUDIOLO_TEST_DATABASE_URL")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--database-url", default=env or DEFAULT_URL, help="a PostgreSQL server")
+    p.add_argument("--replicas", default="1,2,4")
+    p.add_argument("--processes", type=int, default=4, help="client processes")
+    p.add_argument("--threads", type=int, default=8, help="client threads per process")
+    p.add_argument("--cold", type=int, default=200, help="tasks with one completion request, per run")
+    p.add_argument("--hot", type=int, default=8, help="hot tasks per run")
+    p.add_argument("--hot-requests", type=int, default=4, help="competing requests per hot task")
+    p.add_argument("--bare-seconds", type=float, default=5.0)
+    a = p.parse_args()
+    replicas = tuple(int(n) for n in a.replicas.split(","))
+    return Options(
+        a.database_url, replicas, a.processes, a.threads, a.cold, a.hot, a.hot_requests, a.bare_seconds
+    )
+
+
+# the completion runs ----------------------------------------------------------------
+def _requests(ready: list[dict[str, Any]], hot: int, copies: int, rng: random.Random) -> list[dict[str, Any]]:
+    out = []
+    for n, item in enumerate(ready):
+        for k in range(copies if n < hot else 1):
+            request = {**item["request"], "request_id": f"{item['request']['request_id']}-{k}"}
+            out.append({**item, "request": request})
+    rng.shuffle(out)
+    return out
+
+
+def _client_process(
+    bases: list[str], work: list[dict[str, Any]], threads: int, barrier: Any, out: Any
+) -> None:
+    transport = httpx.HTTPTransport()
+    clients: dict[tuple[str, str], Client] = {}
+    for token in {item["token"] for item in work}:
+        for base in bases:
+            clients[(base, token)] = Client(base, token, timeout=120, transport=transport)
+    queue = list(enumerate(work))
+    lock = threading.Lock()
+    results: list[tuple[float, str]] = []
+
+    def run() -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                n, item = queue.pop()
+            client = clients[(bases[n % len(bases)], item["token"])]
+            start = time.perf_counter()
+            try:
+                done = client.complete(item["task"], **item["request"])
+                outcome = "replay" if done.replay else "accepted"
+            except StudioloError as err:
+                outcome = err.reason
+            with lock:
+                results.append((time.perf_counter() - start, outcome))
+
+    barrier.wait()
+    began = time.time()
+    pool = [threading.Thread(target=run) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    out.put((began, time.time(), results))
+    transport.close()
+
+
+def _run_clients(opts: Options, target: Any, args_for: Any) -> tuple[float, list[tuple[float, str]]]:
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(opts.processes + 1), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args_for(p), barrier, out)) for p in range(opts.processes)]
+    for proc in procs:
+        proc.start()
+    barrier.wait()
+    parts = [out.get(timeout=900) for _ in procs]
+    for proc in procs:
+        proc.join()
+    began, ended = min(p[0] for p in parts), max(p[1] for p in parts)
+    return ended - began, [r for p in parts for r in p[2]]
+
+
+def completions(opts: Options, bases: list[str], requests: list[dict[str, Any]]) -> dict[str, Any]:
+    shards = [requests[p :: opts.processes] for p in range(opts.processes)]
+    seconds, results = _run_clients(opts, _client_process, lambda p: (bases, shards[p], opts.threads))
+    latencies = sorted(r[0] for r in results)
+    accepted = sum(1 for r in results if r[1] == "accepted")
+    return {
+        "requests": len(results),
+        "accepted": accepted,
+        "outcomes": _count(r[1] for r in results),
+        "seconds": round(seconds, 3),
+        "completions_per_s": round(len(results) / seconds, 1),
+        "accepted_per_s": round(accepted / seconds, 1),
+        "p50_ms": round(_pct(latencies, 0.50) * 1000, 1),
+        "p99_ms": round(_pct(latencies, 0.99) * 1000, 1),
+    }
+
+
+# the bare baseline ------------------------------------------------------------------
+def _bare_process(
+    conninfo: str, rows: int, hot: int, seconds: float, threads: int, barrier: Any, out: Any
+) -> None:
+    conns = [psycopg.connect(conninfo) for _ in range(threads)]
+    results: list[tuple[float, str]] = []
+    lock = threading.Lock()
+
+    def run(conn: psycopg.Connection[Any], seed: int) -> None:
+        rng, mine = random.Random(seed), []
+        stop = time.perf_counter() + seconds
+        while time.perf_counter() < stop:
+            row = rng.randrange(hot) if rng.random() < 0.1 else rng.randrange(hot, rows)
+            start = time.perf_counter()
+            conn.execute("UPDATE bench_rows SET n = n + 1 WHERE id = %s", (row,))
+            conn.commit()
+            mine.append((time.perf_counter() - start, "ok"))
+        with lock:
+            results.extend(mine)
+
+    barrier.wait()
+    began = time.time()
+    pool = [threading.Thread(target=run, args=(c, i + os.getpid())) for i, c in enumerate(conns)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    out.put((began, time.time(), results))
+    for c in conns:
+        c.close()
+
+
+def bare(opts: Options, url: str) -> dict[str, Any]:
+    conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    rows = 1000
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("CREATE TABLE bench_rows (id integer PRIMARY KEY, n bigint NOT NULL)")
+        conn.execute("INSERT INTO bench_rows SELECT g, 0 FROM generate_series(0, %s) g", (rows - 1,))
+    args = (conninfo, rows, opts.hot, opts.bare_seconds, opts.threads)
+    seconds, results = _run_clients(opts, _bare_process, lambda _p: args)
+    latencies = sorted(r[0] for r in results)
+    return {
+        "transactions": len(results),
+        "seconds": round(seconds, 3),
+        "tx_per_s": round(len(results) / seconds, 1),
+        "p50_ms": round(_pct(latencies, 0.50) * 1000, 2),
+        "p99_ms": round(_pct(latencies, 0.99) * 1000, 2),
+    }
+
+
+# helpers ----------------------------------------------------------------------------
+def _pct(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def _count(items: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i in items:
+        out[i] = out.get(i, 0) + 1
+    return out
+
+
+def main() -> None:
+    opts = _options()
+    rng = random.Random(7)
+    per_run = opts.cold + opts.hot
+    with fresh_database(opts.url) as url, tempfile.TemporaryDirectory() as logs:
+        print(f"seeding {per_run * len(opts.replicas)} tasks in {make_url(url).database} ...", flush=True)
+        t0 = time.perf_counter()
+        seed = seed_project(url, agents=16, tasks=per_run * len(opts.replicas), hot=0)
+        ready = _ready(seed)
+        print(f"  ready in {time.perf_counter() - t0:.0f}s", flush=True)
+        baseline = bare(opts, url)
+        print(f"bare single-row transactions: {baseline}", flush=True)
+        runs: dict[str, Any] = {}
+        for i, n in enumerate(opts.replicas):
+            mine = ready[i * per_run : (i + 1) * per_run]
+            requests = _requests(mine, opts.hot, opts.hot_requests, rng)
+            with Cluster(url, n, Path(logs)) as cluster:
+                runs[str(n)] = completions(opts, cluster.urls, requests)
+            print(f"{n} replica(s): {runs[str(n)]}", flush=True)
+    one, four = runs.get("1"), runs.get("4")
+    summary = {
+        "clients": opts.processes * opts.threads,
+        "bare": baseline,
+        "replicas": runs,
+        "pg_ratio": round(one["completions_per_s"] / baseline["tx_per_s"], 4) if one else None,
+        "replica_scaling": (
+            round(four["completions_per_s"] / one["completions_per_s"], 3) if one and four else None
+        ),
+        "p99_ms": four["p99_ms"] if four else None,
+    }
+    print(json.dumps(summary, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
