@@ -97,18 +97,39 @@ def edit(demo: DemoProject, who: str, path: str, data: bytes) -> int:
 def seed(coord: Coordinator, admin: Principal, name: str = "demo") -> tuple[DemoProject, list[Task]]:
     """The project `studiolo run` serves: the demo cast and three open tasks."""
     demo = setup_project(coord, admin, name)
+    ci = [demo.who("ci").id]
+    for name, argv in SEED_CHECKERS.items():
+        coord.register_checker(admin, demo.project_id, name, "1", "command", {"argv": argv}, ci)
     specs = (
-        ("Double the number", "Write twice src/input.txt into src/answer.txt.", ["src/**"]),
-        ("Document the answer", "Explain src/answer.txt in docs/README.md.", ["docs/**"]),
-        ("Greet the reader", "Add src/hello.txt saying hello.", ["src/**"]),
+        ("Double the number", "Write twice src/input.txt into src/answer.txt.", ["src/**"], "doubled@1"),
+        ("Document the answer", "Explain src/answer.txt in docs/README.md.", ["docs/**"], "documented@1"),
+        ("Greet the reader", "Add src/hello.txt saying hello.", ["src/**"], "greeting@1"),
     )
     tasks = [
         coord.create_task(
-            admin, demo.project_id, title, description=text, criteria={"tests": "unit@1"}, scope=sc
+            admin, demo.project_id, title, description=text, criteria={"tests": checker}, scope=sc
         )
-        for title, text, sc in specs
+        for title, text, sc, checker in specs
     ]
     return demo, tasks
+
+
+# Real checks that `studiolo verifier run` executes on each candidate tree (kind `command`).
+SEED_CHECKERS: dict[str, list[str]] = {
+    "doubled": [
+        "python3",
+        "-c",
+        "from pathlib import Path as P; i = int(P('src/input.txt').read_text()); "
+        "a = int(P('src/answer.txt').read_text()); print(i, a); raise SystemExit(a != 2 * i)",
+    ],
+    "documented": [
+        "python3",
+        "-c",
+        "from pathlib import Path as P; t = P('docs/README.md').read_text(); "
+        "raise SystemExit('answer' not in t.lower())",
+    ],
+    "greeting": ["grep", "-qi", "hello", "src/hello.txt"],
+}
 
 
 # the story -------------------------------------------------------------------------

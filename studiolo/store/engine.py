@@ -354,8 +354,23 @@ def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int) -> E
         pool_size=pool_size,
         max_overflow=max_overflow,
         pool_recycle=1800,
-        connect_args={"application_name": "studiolo"},
+        connect_args=_pg_connect_args(url) if dialect == "postgresql" else {},
     )
+
+
+def _pg_connect_args(url: str) -> dict[str, Any]:
+    """A replica that dies holding the writer gate must not hold it for long: the server
+    probes idle sockets (keepalives) and ends sessions idle inside a transaction. Settings
+    given in the URL win."""
+    given = make_url(url).query
+    args: dict[str, Any] = {"application_name": "studiolo"}
+    args.update({"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3})
+    if "options" not in given:
+        args["options"] = (
+            "-c idle_in_transaction_session_timeout=60s -c tcp_keepalives_idle=10"
+            " -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
+        )
+    return {k: v for k, v in args.items() if k not in given}
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

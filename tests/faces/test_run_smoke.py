@@ -68,18 +68,26 @@ def test_make_run_serves_the_demo_and_a_task_completes(tmp_path: Path) -> None:
         cli(agent, "checkout", "work", "--prefix", "src")
         (tmp_path / "work" / "src" / "answer.txt").write_text("42\n")
         cand = cli(agent, "submit", attempt["id"], "work")
-        cli(
-            verifier,
-            "receipt",
-            "sign",
-            cand["id"],
-            "--criterion",
-            "tests",
-            "--result",
-            "pass",
-            "--key-file",
-            saved["verifier_key_file"],
-        )
+        verify = subprocess.run(
+            [
+                *STUDIOLO,
+                "--url",
+                url,
+                "--token",
+                verifier,
+                "verifier",
+                "run",
+                "--once",
+                "--key",
+                saved["verifier_key_file"],
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )  # the seeded checker really runs: answer must be twice the input
+        assert verify.returncode == 0 and "pass" in verify.stdout, (verify.stdout, verify.stderr)
         done = cli(agent, "complete", task, "--candidate", cand["id"])
         assert done["completion"]["revisions"] == {"src/answer.txt": 2}
         assert cli(agent, "task", "show", task)["task"]["fact"] == "accepted"

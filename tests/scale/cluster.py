@@ -107,7 +107,7 @@ class Replica:
         self.wait_healthy(timeout)
 
     def launch(self) -> None:
-        argv = [sys.executable, "-c", os.environ.get("XBOOT", "") + "from studiolo.faces.cli import main; main()", "serve"]
+        argv = [sys.executable, "-c", "from studiolo.faces.cli import main; main()", "serve"]
         argv += ["--database-url", self.db_url, "--port", str(self.port)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIOLO_")}
         with self._log.open("ab") as out:

@@ -84,8 +84,12 @@ class _Explorer:
                 self._commit(child, state)
                 continue
             with self.store.branch():
-                after = self.judge.preflight(state) if event is Event.PREFLIGHT else self.session.apply(event, state)
-                self._walk(child, after)
+                self._walk(child, self._step(event, state))
+
+    def _step(self, event: Event, state: WorkerState) -> WorkerState:
+        if event is Event.PREFLIGHT:
+            return self.judge.preflight(state)
+        return self.session.apply(event, state)
 
     def _commit(self, node: _Node, state: WorkerState) -> None:
         for position, door in enumerate(DOORS):
