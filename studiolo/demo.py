@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from studiolo._exceptions import CompletionRejected
+from studiolo.clock import ManualClock
 from studiolo.core.model import Attempt, Candidate, Principal, Task
 from studiolo.keys import ServiceKey, public_key_text, sign
 from studiolo.service import CandidateDraft, Coordinator, Issued, make_request
@@ -29,17 +30,7 @@ POLICY = "Read before you write. Declare what you read. Never edit outside your 
 WORKER_SCOPE = ("src/**", "docs/**")
 
 
-class FakeClock:
-    """An injected authority clock the story moves by hand (lease expiry without waiting)."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.t = start
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
+FakeClock = ManualClock  # the story's authority clock, moved by hand
 
 
 @dataclass

@@ -8,6 +8,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from studiolo.clock import ManualClock
 from studiolo.core.model import Attempt, Candidate, Principal, Receipt, Task
 from studiolo.keys import public_key_text, sign
 from studiolo.service import CandidateDraft, Coordinator, make_request
@@ -15,16 +16,7 @@ from studiolo.service.completion import CompletionOutcome
 from studiolo.settings import Settings
 from studiolo.store import Store
 
-
-class FakeClock:
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.t = start
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
+FakeClock = ManualClock
 
 
 @dataclass

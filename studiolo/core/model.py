@@ -257,6 +257,22 @@ class Receipt:
     signature: str
     reused: bool = False
 
+    def signed_body(self) -> dict[str, Any]:
+        """The bindings the verifier signs: its signature covers the RFC 8785 form of this."""
+        return {
+            "task_id": self.task_id,
+            "attempt_id": self.attempt_id,
+            "contract_hash": self.contract_hash,
+            "candidate_digest": self.candidate_digest,
+            "dependency_digest": self.dependency_digest,
+            "criterion": self.criterion,
+            "checker": self.checker,
+            "result": self.result.value,
+            "issued_at": self.issued_at,
+            "issuer": self.issuer_id,
+            "log_digest": self.log_digest,
+        }
+
 
 @dataclass(frozen=True)
 class Completion:

@@ -24,7 +24,6 @@ from studiolo.core.reasons import Reason
 from studiolo.keys import verify
 from studiolo.service._base import Base, check_id
 from studiolo.store import Tx
-from studiolo.store.evidence import receipt_body
 
 __all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
 
@@ -161,7 +160,7 @@ class CompletionOps(Base):
         for r in receipts:
             issuer = tx.access.principal(r.issuer_id)
             key = issuer.public_key if issuer else None
-            if not key or not verify(key, receipt_body(r), r.signature):
+            if not key or not verify(key, r.signed_body(), r.signature):
                 bad.add(r.id)
         return frozenset(bad)
 

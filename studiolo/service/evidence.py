@@ -35,7 +35,6 @@ from studiolo.service.verification import (
     work_items,
 )
 from studiolo.store import Tx
-from studiolo.store.evidence import receipt_body
 
 __all__ = [
     "CandidateTree",
@@ -155,7 +154,7 @@ class EvidenceOps(Base):
             raise NotAuthorized(
                 f"{caller.name} is not admitted for {r.checker}", reason="verifier_not_admitted"
             )
-        if not caller.public_key or not verify(caller.public_key, receipt_body(r), r.signature):
+        if not caller.public_key or not verify(caller.public_key, r.signed_body(), r.signature):
             raise InvalidRequest("the receipt signature does not verify", reason="signature_invalid")
 
     @staticmethod
@@ -240,7 +239,7 @@ class EvidenceOps(Base):
         issuer = tx.access.principal(source.issuer_id)
         if checker is None or issuer is None or issuer.id not in checker.verifiers:
             raise NotAuthorized("the receipt's issuer is no longer admitted", reason="verifier_not_admitted")
-        if not issuer.public_key or not verify(issuer.public_key, receipt_body(source), source.signature):
+        if not issuer.public_key or not verify(issuer.public_key, source.signed_body(), source.signature):
             raise InvalidRequest("the receipt signature does not verify", reason="signature_invalid")
         return source
 

@@ -11,26 +11,9 @@ from studiolo.core.model import Receipt, ReceiptResult
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 
-__all__ = ["EvidenceRepo", "receipt_body"]
+__all__ = ["EvidenceRepo"]
 
 _RECEIPTS = select(s.receipts).where(s.receipts.c.id.in_(bindparam("ids", expanding=True)))
-
-
-def receipt_body(r: Receipt) -> dict[str, Any]:
-    """The bindings a verifier signs (RFC 8785 canonical form of this dict)."""
-    return {
-        "task_id": r.task_id,
-        "attempt_id": r.attempt_id,
-        "contract_hash": r.contract_hash,
-        "candidate_digest": r.candidate_digest,
-        "dependency_digest": r.dependency_digest,
-        "criterion": r.criterion,
-        "checker": r.checker,
-        "result": r.result.value,
-        "issued_at": r.issued_at,
-        "issuer": r.issuer_id,
-        "log_digest": r.log_digest,
-    }
 
 
 class EvidenceRepo:
@@ -43,7 +26,7 @@ class EvidenceRepo:
                 id=r.id,
                 project_id=r.project_id,
                 candidate_id=r.candidate_id,
-                body=dumps(receipt_body(r)),
+                body=dumps(r.signed_body()),
                 signature=r.signature,
                 issuer_id=r.issuer_id,
                 reused_from=reused_from,

@@ -13,7 +13,6 @@ from sqlalchemy import text
 from studiolo._exceptions import CompletionRejected, InvalidRequest, NotAuthorized, NotFound, StudioloError
 from studiolo.core.model import Attempt, Candidate, Principal, Task
 from studiolo.keys import b64u, b64u_decode, public_key_text, sign, verify
-from studiolo.store.evidence import receipt_body
 from tests.world import World
 
 
@@ -127,7 +126,7 @@ def test_a_receipt_replayed_for_another_candidate_is_rejected(
     good = world.receipt(cand)
     other = world.candidate(attempt, {"src/answer.txt": b"41\n"}, deps={"src/input.txt": 1})
     with pytest.raises(InvalidRequest) as exc:
-        world.coord.submit_receipt(world.verifier, other.id, receipt_body(good), good.signature)
+        world.coord.submit_receipt(world.verifier, other.id, good.signed_body(), good.signature)
     assert _reason(exc) == "evidence_not_bound"
     with pytest.raises(CompletionRejected) as refused:
         world.complete(task, attempt, other, [good.id])
@@ -210,7 +209,7 @@ def test_a_receipt_altered_in_the_store_no_longer_counts(
 ) -> None:
     task, attempt, cand = claimed
     failed = world.receipt(cand, result="fail")
-    tampered = {**receipt_body(failed), "result": "pass"}
+    tampered = {**failed.signed_body(), "result": "pass"}
     with world.coord.store.engine.begin() as conn:
         conn.execute(
             text("UPDATE receipts SET body = :b WHERE id = :i"), {"b": json.dumps(tampered), "i": failed.id}

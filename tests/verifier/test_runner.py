@@ -17,7 +17,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from studiolo.core.model import Attempt, ReceiptResult, Task
 from studiolo.keys import verify
 from studiolo.service.verification import CandidateTree, VerificationItem
-from studiolo.store.evidence import receipt_body
 from studiolo.verifier import Checker, CheckOutcome, InProcessPort, Limits, Sandbox
 from studiolo.verifier.checkers import registry
 from studiolo.verifier.tree import remove_tree
@@ -37,7 +36,7 @@ def test_a_pass_is_signed_logged_and_completes(world: World, make_runner: MakeRu
     assert report.status == "pass" and report.receipt_id
     receipt = world.coord.receipt(world.agent, report.receipt_id)
     assert receipt.issued_at == int(world.clock() * 1000)
-    assert verify(world.verifier.public_key or "", receipt_body(receipt), receipt.signature)
+    assert verify(world.verifier.public_key or "", receipt.signed_body(), receipt.signature)
     log = world.coord.get_blob(world.agent, receipt.log_digest or "").decode()
     assert log.startswith("studiolo verifier log v1\nchecker: unit@1 (kind command), criterion tests\n")
     assert f"candidate: {cand.id} {cand.digest}" in log

@@ -41,7 +41,6 @@ __all__ = [
     "principal",
     "project",
     "receipt",
-    "receipt_body",
     "task",
     "task_summary",
     "task_view",
@@ -157,26 +156,9 @@ def candidate(c: Candidate) -> s.CandidateOut:
     )
 
 
-def receipt_body(r: Receipt) -> dict[str, object]:
-    """The bindings the verifier signed (its signature covers the RFC 8785 form of this)."""
-    return {
-        "task_id": r.task_id,
-        "attempt_id": r.attempt_id,
-        "contract_hash": r.contract_hash,
-        "candidate_digest": r.candidate_digest,
-        "dependency_digest": r.dependency_digest,
-        "criterion": r.criterion,
-        "checker": r.checker,
-        "result": r.result.value,
-        "issued_at": r.issued_at,
-        "issuer": r.issuer_id,
-        "log_digest": r.log_digest,
-    }
-
-
 def receipt(r: Receipt) -> s.ReceiptOut:
     return s.ReceiptOut(
-        id=r.id, candidate_id=r.candidate_id, body=receipt_body(r), signature=r.signature, reused=r.reused
+        id=r.id, candidate_id=r.candidate_id, body=r.signed_body(), signature=r.signature, reused=r.reused
     )
 
 
