@@ -17,7 +17,8 @@ psycopg directly (READ COMMITTED, autocommit off) over the same hot/cold id mix.
 
 The last line is JSON: `pg_ratio` = completions/s with one replica ÷ bare transactions/s;
 `replica_scaling` = completions/s with 4 replicas ÷ with 1; `p99_ms` = p99 completion
-latency with 4 replicas (every figure is also broken down per replica count).
+latency with 4 replicas; `read_scaling` = task views/s with 4 replicas ÷ with 1 (reads take
+no writer gate). Every figure is also broken down per replica count.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from tests.scale.test_crash import _ready  # noqa: E402
 from tests.store.pgdb import fresh_database  # noqa: E402
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+_SOLO = 20  # tasks per run completed by one client alone, before the concurrent phase
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,64 @@ def _run_clients(opts: Options, target: Any, args_for: Any) -> tuple[float, list
     return ended - began, [r for p in parts for r in p[2]]
 
 
+def solo(base: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    """One client, one request at a time: the latency of an uncontended completion, whose
+    inverse bounds the throughput of serialized writers."""
+    latencies = []
+    with httpx.HTTPTransport() as transport:
+        for item in requests:
+            with Client(base, item["token"], timeout=60, transport=transport) as client:
+                start = time.perf_counter()
+                client.complete(item["task"], **item["request"])
+                latencies.append(time.perf_counter() - start)
+    latencies.sort()
+    p50 = _pct(latencies, 0.5)
+    return {"requests": len(latencies), "p50_ms": round(p50 * 1000, 1), "ceiling_per_s": round(1 / p50, 1)}
+
+
+def _read_process(
+    bases: list[str], work: list[dict[str, Any]], threads: int, seconds: float, barrier: Any, out: Any
+) -> None:
+    transport = httpx.HTTPTransport()
+    results: list[tuple[float, str]] = []
+    lock = threading.Lock()
+
+    def run(n: int) -> None:
+        rng, mine = random.Random(n), []
+        clients = [Client(b, work[0]["token"], timeout=60, transport=transport) for b in bases]
+        stop = time.perf_counter() + seconds
+        while time.perf_counter() < stop:
+            item = rng.choice(work)
+            start = time.perf_counter()
+            rng.choice(clients).task(item["task"])
+            mine.append((time.perf_counter() - start, "ok"))
+        with lock:
+            results.extend(mine)
+
+    barrier.wait()
+    began = time.time()
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    out.put((began, time.time(), results))
+    transport.close()
+
+
+def reads(opts: Options, bases: list[str], items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Task views (GET /v1/tasks/{id}): reads take no gate, so they may scale with replicas."""
+    args = (bases, items, opts.threads, opts.bare_seconds)
+    seconds, results = _run_clients(opts, _read_process, lambda _p: args)
+    latencies = sorted(r[0] for r in results)
+    return {
+        "requests": len(results),
+        "reads_per_s": round(len(results) / seconds, 1),
+        "p50_ms": round(_pct(latencies, 0.50) * 1000, 1),
+        "p99_ms": round(_pct(latencies, 0.99) * 1000, 1),
+    }
+
+
 def completions(opts: Options, bases: list[str], requests: list[dict[str, Any]]) -> dict[str, Any]:
     shards = [requests[p :: opts.processes] for p in range(opts.processes)]
     seconds, results = _run_clients(opts, _client_process, lambda p: (bases, shards[p], opts.threads))
@@ -231,7 +291,7 @@ def _count(items: Any) -> dict[str, int]:
 def main() -> None:
     opts = _options()
     rng = random.Random(7)
-    per_run = opts.cold + opts.hot
+    per_run = opts.cold + opts.hot + _SOLO
     with fresh_database(opts.url) as url, tempfile.TemporaryDirectory() as logs:
         print(f"seeding {per_run * len(opts.replicas)} tasks in {make_url(url).database} ...", flush=True)
         t0 = time.perf_counter()
@@ -241,22 +301,31 @@ def main() -> None:
         baseline = bare(opts, url)
         print(f"bare single-row transactions: {baseline}", flush=True)
         runs: dict[str, Any] = {}
+        alone: dict[str, Any] = {}
         for i, n in enumerate(opts.replicas):
             mine = ready[i * per_run : (i + 1) * per_run]
-            requests = _requests(mine, opts.hot, opts.hot_requests, rng)
+            requests = _requests(mine[:-_SOLO], opts.hot, opts.hot_requests, rng)
             with Cluster(url, n, Path(logs)) as cluster:
+                if not alone:
+                    alone = solo(cluster.urls[0], mine[-_SOLO:])
+                    print(f"one client alone: {alone}", flush=True)
                 runs[str(n)] = completions(opts, cluster.urls, requests)
+                runs[str(n)]["reads"] = reads(opts, cluster.urls, mine)
             print(f"{n} replica(s): {runs[str(n)]}", flush=True)
     one, four = runs.get("1"), runs.get("4")
     summary = {
         "clients": opts.processes * opts.threads,
         "bare": baseline,
+        "solo": alone,
         "replicas": runs,
         "pg_ratio": round(one["completions_per_s"] / baseline["tx_per_s"], 4) if one else None,
         "replica_scaling": (
             round(four["completions_per_s"] / one["completions_per_s"], 3) if one and four else None
         ),
         "p99_ms": four["p99_ms"] if four else None,
+        "read_scaling": (
+            round(four["reads"]["reads_per_s"] / one["reads"]["reads_per_s"], 3) if one and four else None
+        ),
     }
     print(json.dumps(summary, sort_keys=True))
 

@@ -1,6 +1,7 @@
 """``studiolo study``: run the bounded study, or check a results file byte for byte.
 
-A thin face: parse the options, call :mod:`studiolo.study`, render with Rich.
+A thin face: parse the options, call :mod:`studiolo.study` (``--engine``:
+:mod:`studiolo.study.engine`), render with Rich.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from studiolo.study import (
+    CheckOutcome,
     MechanismResult,
     StudyResult,
     check_results,
@@ -24,6 +26,7 @@ from studiolo.study import (
     reproduced,
     run_model,
 )
+from studiolo.study.engine import EngineResult, check_engine_results, render_engine_results, run_engine
 
 __all__ = ["register"]
 
@@ -36,9 +39,15 @@ def register(app: typer.Typer) -> None:
 
 
 def study(
-    out: Annotated[Path, typer.Option("--out", help="Where to write results.json.", dir_okay=False)] = Path(
-        "results.json"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Where to write the results [default: results.json, or engine-results.json with --engine].",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
     check: Annotated[
         Path | None,
         typer.Option(
@@ -48,27 +57,56 @@ def study(
             metavar="RESULTS",
         ),
     ] = None,
+    engine: Annotated[
+        bool,
+        typer.Option(
+            "--engine",
+            help="Run the schedules through the real completion transaction (both cores, minutes).",
+        ),
+    ] = False,
 ) -> None:
-    """Re-run the report's bounded interleaving study (model mode)."""
+    """Re-run the report's bounded interleaving study (model mode, or --engine)."""
     console = Console()
     if check is not None:
-        _check(console, check)
+        _check(console, check, engine)
         return
+    if engine:
+        _engine(console, out or Path("engine-results.json"))
+        return
+    target = out or Path("results.json")
     with _progress(console, "running the model") as progress:
         result = run_model(progress)
-    out.write_bytes(render_results(result))
+    target.write_bytes(render_results(result))
     console.print(_outcome_table(result))
     console.print(_published_table(result))
     console.print(_controls_line(result))
-    console.print(f"wrote {out} (source digest {result.source_digest})", markup=False)
+    console.print(f"wrote {target} (source digest {result.source_digest})", markup=False)
     if not reproduced(result):
         console.print("[bold red]the published counts were NOT reproduced[/]")
         raise typer.Exit(1)
 
 
-def _check(console: Console, path: Path) -> None:
-    with _progress(console, "recomputing") as progress:
-        outcome = check_results(path, progress=progress)
+def _engine(console: Console, out: Path) -> None:
+    with _progress(console, "running the engine") as progress:
+        result = run_engine(progress)
+    out.write_bytes(render_engine_results(result))
+    console.print(_engine_table(result))
+    for line in _engine_lines(result):
+        console.print(line)
+    console.print(f"wrote {out} (source digest {result.study.source_digest})", markup=False)
+    if not result.ok:
+        console.print("[bold red]the engine run does NOT meet SPEC §4[/]")
+        raise typer.Exit(1)
+
+
+def _check(console: Console, path: Path, engine: bool) -> None:
+    label = "recomputing through the engine" if engine else "recomputing"
+    with _progress(console, label) as progress:
+        outcome: CheckOutcome = (
+            check_engine_results(path, progress=progress)
+            if engine
+            else check_results(path, progress=progress)
+        )
     if not outcome.ok:
         console.print(outcome.message, style="bold red", markup=False, highlight=False)
         raise typer.Exit(1)
@@ -138,3 +176,41 @@ def _controls_line(result: StudyResult) -> str:
         f"negative controls: {result.control_executions} executions; "
         f"{matching}/{len(result.controls)} behave as the report expects"
     )
+
+
+def _engine_table(result: EngineResult) -> Table:
+    table = Table(title=f"Engine beside model ({result.study.schedules.schedules:,} schedules each)")
+    table.add_column("mechanism", no_wrap=True)
+    for header in ("safe accept", "unsafe accept", "safe reject", "eligible reject"):
+        table.add_column(header, justify="right")
+    table.add_column("model", justify="right", no_wrap=True)
+    table.add_column("replays", justify="right", no_wrap=True)
+    for comparison, mechanism in zip(result.comparisons, result.study.mechanisms, strict=True):
+        row, model = comparison.engine, comparison.model
+        same = "same" if comparison.same else f"{model.unsafe_accept:,} unsafe"
+        table.add_row(
+            row.mechanism,
+            f"{row.safe_accept:,}",
+            f"{row.unsafe_accept:,}",
+            f"{row.safe_reject:,}",
+            f"{row.eligible_reject:,}",
+            same if comparison.same or comparison.explained else f"[bold red]{same}, unexplained[/]",
+            _replays(mechanism),
+        )
+    return table
+
+
+def _engine_lines(result: EngineResult) -> list[str]:
+    schedules = result.study.schedules.schedules
+    agree = "[green]" if result.oracle_agrees else "[bold red]"
+    lines = [
+        f"full-atomic: {'exact' if result.full_atomic_exact else '[bold red]NOT 470/0/6,224/0[/]'}; "
+        f"{agree}{result.oracle_agreement:,}/{schedules:,}[/] decisions equal the oracle's label",
+        _controls_line(result.study),
+    ]
+    for comparison in result.comparisons:
+        for explanation, count in comparison.explanations:
+            lines.append(f"{comparison.mechanism}: {count:,} schedules — {explanation.name}")
+    counted = ", ".join(f"{n:,} {kind}" for kind, n in result.transactions)
+    lines.append(f"completion transactions: {counted}")
+    return lines

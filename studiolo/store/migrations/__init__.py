@@ -2,10 +2,10 @@
 
 `upgrade(conn)` runs inside the caller's transaction and locks (see `Store.upgrade`). A
 ledger created before migrations existed (tables, no `alembic_version`) is stamped with the
-baseline first. To write a new revision: `alembic -c <(studiolo-less ini) revision`, or in
-Python: `command.revision(alembic_config(), message=..., autogenerate=True)` against a
-database at head; `tests/store/test_migrations.py` fails until schema.py and the
-migrations agree.
+baseline first. To add a revision, autogenerate against a database at head:
+`alembic.command.revision(alembic_config(conn), message=..., autogenerate=True)`; the
+contract test `test_the_migrations_build_exactly_the_declared_schema` fails until
+`schema.py` and the migrations agree.
 """
 
 from __future__ import annotations

@@ -82,20 +82,24 @@ class Judge:
         worker = self.session.project.worker
         head = self._audit_head()
         self.transactions["replay"] += 2
-        again = coordinator.complete(worker, request)
-        identical = (
-            again.replay
-            and (again.completion.id, again.completion.receipt, again.completion.signature)
-            == (original.id, original.receipt, original.signature)
-            and self._audit_head() == head
-        )
+        try:
+            again = coordinator.complete(worker, request)
+        except CompletionRejected:
+            identical = False
+        else:
+            same = (again.completion.id, again.completion.receipt, again.completion.signature)
+            identical = again.replay and same == (original.id, original.receipt, original.signature)
         changed = replace(request, candidate_id=CHANGED_CANDIDATE)
         try:
             coordinator.complete(worker, changed)
             conflict = False
         except Conflict as refused:
             conflict = refused.reason == "request_id_conflict"
-        return ReplayCheck(identical, conflict and self._audit_head() == head)
+        except CompletionRejected:
+            conflict = False
+        # Neither replay may write anything: not a completion, not even an audit event.
+        unchanged = self._audit_head() == head
+        return ReplayCheck(identical and unchanged, conflict and unchanged)
 
     def _complete(self, disabled: frozenset[Reason], request: CompletionRequest) -> Outcome:
         coordinator = self.session.coordinator(disabled)
