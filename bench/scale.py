@@ -47,8 +47,7 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from studiolo import StudioloError  # noqa: E402
 from studiolo.client import Client  # noqa: E402
-from tests.scale.cluster import Cluster, seed_project  # noqa: E402
-from tests.scale.test_crash import _ready  # noqa: E402
+from tests.scale.cluster import Cluster, ready_completions, seed_project  # noqa: E402
 from tests.store.pgdb import fresh_database  # noqa: E402
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -296,7 +295,7 @@ def main() -> None:
         print(f"seeding {per_run * len(opts.replicas)} tasks in {make_url(url).database} ...", flush=True)
         t0 = time.perf_counter()
         seed = seed_project(url, agents=16, tasks=per_run * len(opts.replicas), hot=0)
-        ready = _ready(seed)
+        ready = ready_completions(seed)
         print(f"  ready in {time.perf_counter() - t0:.0f}s", flush=True)
         baseline = bare(opts, url)
         print(f"bare single-row transactions: {baseline}", flush=True)

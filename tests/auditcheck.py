@@ -206,9 +206,10 @@ def _completion(st: _State, e: dict[str, Any]) -> list[str]:
     st.status[task] = "completed"
     for path, rev in d["revisions"].items():
         _bump(st, p, path, rev)
-    if d["request_id"] in st.requests:
+    key = f"{p}:{d['request_id']}"
+    if key in st.requests:
         bad.append("request id accepted twice")
-    st.requests[f"{p}:{d['request_id']}"] = task
+    st.requests[key] = task
     return [f"completion of {task} at seq {e['seq']}: {b}" for b in bad]
 
 

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from studiolo.settings import Settings
+from tests.store.pgdb import fresh_database, server_url
 from tests.world import FakeClock, World, build_world
 
 
@@ -15,3 +18,20 @@ def clock() -> FakeClock:
 @pytest.fixture
 def world(tmp_path: Path, clock: FakeClock) -> World:
     return build_world(tmp_path, clock)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL of an empty ledger database: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield Settings.sqlite_url(tmp_path / "ledger.db")
+        return
+    with fresh_database(server_url()) as url:
+        yield url
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database (PostgreSQL-only tests)."""
+    with fresh_database(server_url()) as url:
+        yield url

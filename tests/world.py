@@ -117,7 +117,8 @@ class World:
 
 def build_world(tmp: Path, clock: Any = None, url: str | None = None) -> World:
     clock = clock or FakeClock()
-    store = Store(url or Settings.sqlite_url(tmp / "ledger.db"), clock=clock)
+    # The service clock (not the database's) so that tests can move time on every back-end.
+    store = Store(url or Settings.sqlite_url(tmp / "ledger.db"), clock=clock, clock_source="service")
     coord = Coordinator(store, Settings(database_url=store.url), clock=clock)
     issued = coord.initialize()
     assert issued is not None

@@ -137,6 +137,7 @@ class Store:
         self.writer_gate = (self.dialect == "postgresql") if writer_gate is None else writer_gate
         self.engine: Engine = _make_engine(url, self.dialect, pool_size, max_overflow)
         self._local_writer = threading.Lock()  # one writer per process waits on the gate
+        self._writing = threading.local()  # a nested write would wait for itself: refuse it
         self.retries = 0  # serialization failures retried (for metrics and tests)
 
     # schema ---------------------------------------------------------------------
@@ -161,9 +162,16 @@ class Store:
     def write(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in one serializable write transaction; retry on serialization failure."""
 
+        if getattr(self._writing, "active", False):
+            raise RuntimeError("store.write inside store.write: one operation is one transaction")
+
         def once() -> T:
             with self._local_writer, self._transaction(write=True) as tx:
-                return fn(tx)
+                self._writing.active = True
+                try:
+                    return fn(tx)
+                finally:
+                    self._writing.active = False
 
         return self._with_retry(once)
 

@@ -18,12 +18,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
 from studiolo.faces.http.server import free_port
-from studiolo.keys import public_key_text
-from studiolo.service import Coordinator
+from studiolo.keys import public_key_text, sign
+from studiolo.service import CandidateDraft, Coordinator
 from studiolo.settings import Settings
 from studiolo.store import Store
 
-__all__ = ["Cluster", "Replica", "Seed", "seed_project"]
+__all__ = ["Cluster", "Replica", "Seed", "ready_completions", "seed_project"]
 
 WORKER_ACTIONS = ["read", "write", "claim", "complete"]
 INPUT = "src/input.txt"
@@ -90,6 +90,47 @@ def seed_project(url: str, *, agents: int, tasks: int, hot: int) -> Seed:
         agents=people,
         tasks=made,
     )
+
+
+def ready_completions(seed: Seed) -> list[dict[str, Any]]:
+    """Claimed (long lease), candidate submitted, receipt recorded: only the commit is left."""
+    coord = Coordinator(Store(seed.url), Settings(database_url=seed.url))
+    verifier = coord.authenticate(seed.verifier_token)
+    key = seed.key()
+    out = []
+    for n, task in enumerate(seed.tasks):
+        agent = seed.agents[n % len(seed.agents)]
+        who = coord.authenticate(agent["token"])
+        att = coord.claim(who, task["id"], 3600)
+        digest = coord.put_blob(who, f"result {n}".encode())
+        cand = coord.submit_candidate(
+            who, att.id, CandidateDraft({task["target"]: digest}, {task["target"]: 0}, {INPUT: 1}, {})
+        )
+        body = {
+            "task_id": task["id"],
+            "attempt_id": att.id,
+            "contract_hash": task["contract_hash"],
+            "candidate_digest": cand.digest,
+            "dependency_digest": cand.dependency_digest,
+            "criterion": "tests",
+            "checker": "unit@1",
+            "result": "pass",
+            "issued_at": int(time.time() * 1000),
+            "issuer": verifier.id,
+            "log_digest": None,
+        }
+        receipt = coord.submit_receipt(verifier, cand.id, body, sign(key, body))
+        request = {
+            "request_id": f"crash-{n}",
+            "attempt_id": att.id,
+            "fence": att.fence,
+            "contract_hash": task["contract_hash"],
+            "candidate_id": cand.id,
+            "evidence": [receipt.id],
+        }
+        out.append({"task": task["id"], "token": agent["token"], "request": request})
+    coord.store.dispose()
+    return out
 
 
 class Replica:

@@ -16,56 +16,11 @@ import pytest
 
 from studiolo import StudioloError
 from studiolo.client import Client
-from studiolo.keys import sign
-from studiolo.service import CandidateDraft, Coordinator
-from studiolo.settings import Settings
-from studiolo.store import Store
 from tests.scale.checker import check_run, load_rows
-from tests.scale.cluster import INPUT, Cluster, Seed, seed_project
+from tests.scale.cluster import Cluster, ready_completions, seed_project
 
 BURSTS = 4
 PER_BURST = 10
-
-
-def _ready(seed: Seed) -> list[dict[str, Any]]:
-    """Claimed (long lease), candidate submitted, receipt recorded: only the commit is left."""
-    coord = Coordinator(Store(seed.url), Settings(database_url=seed.url))
-    verifier = coord.authenticate(seed.verifier_token)
-    key = seed.key()
-    out = []
-    for n, task in enumerate(seed.tasks):
-        agent = seed.agents[n % len(seed.agents)]
-        who = coord.authenticate(agent["token"])
-        att = coord.claim(who, task["id"], 3600)
-        digest = coord.put_blob(who, f"result {n}".encode())
-        cand = coord.submit_candidate(
-            who, att.id, CandidateDraft({task["target"]: digest}, {task["target"]: 0}, {INPUT: 1}, {})
-        )
-        body = {
-            "task_id": task["id"],
-            "attempt_id": att.id,
-            "contract_hash": task["contract_hash"],
-            "candidate_digest": cand.digest,
-            "dependency_digest": cand.dependency_digest,
-            "criterion": "tests",
-            "checker": "unit@1",
-            "result": "pass",
-            "issued_at": int(time.time() * 1000),
-            "issuer": verifier.id,
-            "log_digest": None,
-        }
-        receipt = coord.submit_receipt(verifier, cand.id, body, sign(key, body))
-        request = {
-            "request_id": f"crash-{n}",
-            "attempt_id": att.id,
-            "fence": att.fence,
-            "contract_hash": task["contract_hash"],
-            "candidate_id": cand.id,
-            "evidence": [receipt.id],
-        }
-        out.append({"task": task["id"], "token": agent["token"], "request": request})
-    coord.store.dispose()
-    return out
 
 
 class _Burst:
@@ -115,7 +70,7 @@ class _Burst:
 def test_kill_9_during_completion_bursts_loses_nothing_answered(ledger_url: str, tmp_path: Path) -> None:
     rng = random.Random(5)
     seed = seed_project(ledger_url, agents=6, tasks=BURSTS * PER_BURST, hot=0)
-    ready = _ready(seed)
+    ready = ready_completions(seed)
     answers: list[dict[str, Any]] = []
     stats: Counter[str] = Counter()
     with Cluster(ledger_url, 2, tmp_path) as cluster:

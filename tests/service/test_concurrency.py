@@ -107,3 +107,16 @@ def test_the_checker_catches_a_forged_completion(tmp_path: Path) -> None:
     revoke = {"kind": "grant.revoked", "subject": w.grants["agent"], "data": {}, "project_id": w.project_id}
     tampered = [*events[:done], revoke, events[done]]
     assert any("not authorized" in p for p in check(tampered))
+
+
+def test_the_checker_catches_a_second_completion(tmp_path: Path) -> None:
+    w = build_world(tmp_path, clock=time.time)
+    task = w.new_task("x", scope=["src/**"])
+    att = w.coord.claim(w.agent, task.id, 60)
+    cand = w.candidate(att, {"src/x.txt": b"1"}, deps={"src/input.txt": 1})
+    w.complete(task, att, cand, [w.receipt(cand).id])
+    events = load_events(w.coord.store.url)
+    done = next(e for e in events if e["kind"] == "completion.accepted")
+    problems = check([*events, done])
+    assert any("not active" in p for p in problems)
+    assert any("request id accepted twice" in p for p in problems)

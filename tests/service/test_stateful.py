@@ -18,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from studiolo import CompletionRejected, Conflict, NotAuthorized
 from studiolo.core.model import Attempt, Candidate, Principal, Task
+from tests.store.pgdb import fresh_database, server_url
 from tests.world import FakeClock, World, build_world
 
 LEASE = 60.0
@@ -108,7 +109,7 @@ class LedgerMachine(RuleBasedStateMachine):
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="studiolo-stateful-"))
         self.clock = FakeClock()
-        self.w: World = build_world(self.tmp, self.clock)
+        self.w: World = build_world(self.tmp, self.clock, url=self.database_url())
         self.agents: dict[str, Principal] = {"a": self.w.agent, "b": self.w.agent2}
         self.m = Model(
             self.clock(), {"src/input.txt": 1, "src/out0.txt": 0, "src/out1.txt": 0}, {"a": True, "b": True}
@@ -116,6 +117,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.cands: list[MCand] = []
         self.receipts: list[MReceipt] = []
         self.real_attempts: dict[str, Attempt] = {}
+
+    def database_url(self) -> str | None:
+        return None  # a SQLite file in self.tmp
 
     def teardown(self) -> None:
         self.w.coord.store.dispose()
@@ -314,3 +318,29 @@ TestLedgerStateful.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
+
+class PostgresLedgerMachine(LedgerMachine):
+    """The same machine on a fresh PostgreSQL database per example."""
+
+    server = ""
+
+    def database_url(self) -> str | None:
+        self._database = fresh_database(self.server)
+        return self._database.__enter__()
+
+    def teardown(self) -> None:
+        super().teardown()
+        self._database.__exit__(None, None, None)
+
+
+class TestLedgerStatefulPostgres(PostgresLedgerMachine.TestCase):  # type: ignore[misc,name-defined]
+    settings = settings(
+        max_examples=15,
+        stateful_step_count=25,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+
+    def setUp(self) -> None:
+        PostgresLedgerMachine.server = server_url()  # skips with a message without PostgreSQL

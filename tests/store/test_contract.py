@@ -228,3 +228,9 @@ def test_revocation_before_commit_rejects_on_either_back_end(world_on: Callable[
     assert err.value.reason == "not_authorized"
     rows = w.coord.store.read(lambda tx: tx.conn.execute(select(s.completions)).all())
     assert rows == []
+
+
+def test_a_write_inside_a_write_is_refused_not_deadlocked(store: Store) -> None:
+    with pytest.raises(RuntimeError, match="inside store\\.write"):
+        store.write(lambda tx: store.write(_bump("n")))
+    assert store.write(_bump("n")) == 1

@@ -8,6 +8,7 @@ transaction.  The whole run is the slow test in ``test_engine_full.py``.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 import studiolo.study.engine
 from studiolo.study.engine import DOORS, EXPLANATIONS, EngineDecision, explore
+from studiolo.study.engine.run import partition
 from studiolo.study.harness import execute
 from studiolo.study.mechanisms import MECHANISMS
 from studiolo.study.oracle import eligible
@@ -162,3 +164,20 @@ def test_the_deciding_side_never_imports_the_oracle() -> None:
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert not any(m.endswith("oracle") for m in imported), name
+
+
+def test_how_the_schedules_are_split_changes_nothing() -> None:
+    """Chunks cut at prefixes of at most four events: the same decisions and the same
+    transaction counts however many chunks (each in its own ledger) explore them."""
+    sample = [s for s in all_schedules() if len(s) == 6][:24] + [s for s in all_schedules() if len(s) == 7][
+        :12
+    ]
+    whole = explore(list(enumerate(sample)))
+    decisions: dict[int, tuple[EngineDecision, ...]] = {}
+    transactions: Counter[str] = Counter()
+    for chunk in partition(sample, 3):
+        part = explore([(i, sample[i]) for i in chunk])
+        decisions.update(part.decisions)
+        transactions.update(part.transactions)
+    assert decisions == whole.decisions
+    assert transactions == whole.transactions

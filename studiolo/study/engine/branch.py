@@ -1,13 +1,15 @@
 """A ledger that explores branches of history, for the engine mode.
 
-:class:`BranchStore` is a :class:`~studiolo.store.Store` that borrows one connection
-holding an open write transaction (from ``Store.exclusive()``).  Every transaction of the
-door (``write`` / ``read``) runs as a SAVEPOINT of it: released when the door's function
-returns, rolled back when it raises — the same all-or-nothing the door gets from
-``BEGIN IMMEDIATE … COMMIT``, and the function, its reads and its writes are the door's own
-code and SQL.  :meth:`BranchStore.branch` opens a savepoint that is always rolled back, so
-the explorer can run one continuation of a history, undo it, and run the next from the same
-state.  Nothing is durable: the point is the completion transaction's logic, not fsync.
+:class:`BranchStore` is a :class:`~studiolo.store.Store` over the one connection that
+``Store.exclusive()`` holds in an open write transaction.  Every transaction of the door
+(``write`` / ``read``) runs in a nested transaction (a savepoint) of it: released when the
+door's function returns, rolled back when it raises — the same all-or-nothing the door gets
+from ``BEGIN IMMEDIATE … COMMIT`` — and the function, its reads and its writes are the
+door's own code and the store's own SQL.  :meth:`BranchStore.branch` opens a nested
+transaction that is always rolled back, so the explorer can run one continuation of a
+history, undo it, and run the next from the same state.  Nothing here writes SQL: the
+savepoints are the connection's ``begin_nested()``.  Nothing is durable either: the point is
+the completion transaction's logic, not fsync.
 """
 
 from __future__ import annotations
@@ -15,38 +17,37 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from sqlalchemy import Connection
-
+from studiolo.clock import ManualClock
 from studiolo.store import Store, Tx
 
-__all__ = ["BranchStore", "StudyClock"]
+__all__ = ["BranchStore", "open_branches"]
 
 T = TypeVar("T")
 
 
-class StudyClock:
-    """The injected service clock: it moves only when the study says so (``expire``)."""
+class _Savepoint(Protocol):
+    def commit(self) -> None: ...
 
-    def __init__(self, start: float) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+    def rollback(self) -> None: ...
 
 
 class BranchStore(Store):
     """Door transactions as savepoints of one open write transaction (see the module doc).
 
-    It has no engine of its own — it borrows ``base``'s connection — so it does not call
-    ``Store.__init__``; only ``write``, ``read`` and ``branch`` are meant to be used.
+    It has no engine of its own — it borrows ``base``'s open connection — so it does not call
+    ``Store.__init__``; only ``write``, ``read`` and ``branch`` are meant to be used.  Build it
+    with :func:`open_branches`.
     """
 
-    def __init__(self, base: Store, conn: Connection, clock: StudyClock) -> None:
+    def __init__(
+        self,
+        base: Store,
+        open_tx: Callable[[bool], Tx],
+        savepoint: Callable[[], _Savepoint],
+        clock: ManualClock,
+    ) -> None:
         self.url = base.url
         self.dialect = base.dialect
         self.is_sqlite = base.is_sqlite
@@ -55,10 +56,9 @@ class BranchStore(Store):
         self.engine = base.engine
         self._local_writer = threading.Lock()
         self.retries = 0
-        self._base = base
-        self._conn = conn
-        self._study_clock = clock
-        self._depth = 0
+        self._open_tx = open_tx
+        self._savepoint = savepoint
+        self._manual_clock = clock
 
     def write(self, fn: Callable[[Tx], T]) -> T:
         return self._atomic(fn, write=True)
@@ -69,32 +69,29 @@ class BranchStore(Store):
     @contextmanager
     def branch(self) -> Iterator[None]:
         """Run a continuation, then undo it: the ledger and the clock as they were."""
-        name = self._savepoint()
-        saved = self._study_clock.now
+        savepoint = self._savepoint()
+        saved = self._manual_clock.t
         try:
             yield
         finally:
-            self._undo(name)
-            self._study_clock.now = saved
+            savepoint.rollback()
+            self._manual_clock.t = saved
 
     def _atomic(self, fn: Callable[[Tx], T], *, write: bool) -> T:
-        name = self._savepoint()
+        savepoint = self._savepoint()
         try:
-            result = fn(self._base.tx_on(self._conn, write=write))
+            result = fn(self._open_tx(write))
         except BaseException:
-            self._undo(name)
+            savepoint.rollback()
             raise
-        self._conn.exec_driver_sql(f"RELEASE {name}")
-        self._depth -= 1
+        savepoint.commit()
         return result
 
-    def _savepoint(self) -> str:
-        self._depth += 1
-        name = f"branch_{self._depth}"
-        self._conn.exec_driver_sql(f"SAVEPOINT {name}")
-        return name
 
-    def _undo(self, name: str) -> None:
-        self._conn.exec_driver_sql(f"ROLLBACK TO {name}")
-        self._conn.exec_driver_sql(f"RELEASE {name}")
-        self._depth -= 1
+@contextmanager
+def open_branches(base: Store, clock: ManualClock) -> Iterator[BranchStore]:
+    """A branch ledger over ``base`` (which must use ``clock``); everything is undone at the end."""
+    with base.exclusive() as conn:
+        store = BranchStore(base, lambda write: base.tx_on(conn, write=write), conn.begin_nested, clock)
+        with store.branch():
+            yield store

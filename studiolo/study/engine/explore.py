@@ -19,7 +19,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 from studiolo.core.model import Completion
-from studiolo.study.engine.branch import BranchStore
+from studiolo.study.engine.branch import BranchStore, open_branches
 from studiolo.study.engine.decide import ACCEPTED, Judge
 from studiolo.study.engine.doors import DOORS, Door
 from studiolo.study.engine.project import EngineProject, open_project
@@ -131,10 +131,8 @@ def ledger() -> Iterator[tuple[EngineProject, BranchStore]]:
     with TemporaryDirectory(prefix="studiolo-engine-") as directory:
         project = open_project(Path(directory))
         try:
-            with project.store.exclusive() as conn:
-                store = BranchStore(project.store, conn, project.clock)
-                with store.branch():
-                    yield project, store
+            with open_branches(project.store, project.clock) as store:
+                yield project, store
         finally:
             project.store.dispose()
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from studiolo.clock import ManualClock
 from studiolo.core.model import Attempt, Principal, Task
 from studiolo.keys import new_private_key, public_key_text
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 from studiolo.store import Store
-from studiolo.study.engine.branch import StudyClock
 
 __all__ = [
     "EDITED_BYTES",
@@ -56,7 +56,7 @@ class EngineProject:
 
     store: Store
     settings: Settings
-    clock: StudyClock
+    clock: ManualClock
     project_id: str
     admin: Principal
     worker: Principal
@@ -75,7 +75,7 @@ class EngineProject:
 
 def open_project(directory: Path) -> EngineProject:
     """Create the ledger in ``directory`` and set the project up (committed transactions)."""
-    clock = StudyClock(START)
+    clock = ManualClock(START)
     store = Store(Settings.sqlite_url(directory / "engine.db"), clock=clock)
     settings = Settings(database_url=store.url)
     coord = Coordinator(store, settings, clock=clock)

@@ -77,7 +77,7 @@ def run_engine(
     """The bounded study through the real completion transaction (87,022 + 91 decisions).
 
     ``workers`` processes explore ``chunks`` groups of schedules, each in a fresh ledger;
-    neither changes the result (a test compares the bytes of two splits).
+    neither changes the result, transaction counts included.
     """
     space = prepare()
     pieces = partition(space.schedules, chunks)
@@ -148,7 +148,8 @@ def _assemble(
         mechanisms=engine_rows,
         controls=controls,
     )
-    agreement = sum(row[0].accepted == label for row, label in zip(engine, space.labels, strict=True))
+    full = ids.index("full-atomic")
+    agreement = sum(row[full].accepted == label for row, label in zip(engine, space.labels, strict=True))
     reasons = _reasons(ids, engine)
     return EngineResult(study, comparisons, agreement, reasons, tuple(sorted(transactions.items())))
 
