@@ -54,13 +54,29 @@ class ContentOps(Base):
         if len(data) > self.settings.max_blob_bytes:
             raise PayloadTooLarge(f"blob exceeds {self.settings.max_blob_bytes} bytes")
         digest = digest_bytes(data)
-        self.store.write(lambda tx: tx.content.put_blob(digest, data, tx.now))
+
+        def run(tx: Tx) -> None:
+            tx.content.put_blob(digest, data, tx.now)
+            if caller.project_id is not None:
+                tx.content.add_blob_ref(caller.project_id, [digest])
+
+        self.store.write(run)
         return digest
 
     def get_blob(self, caller: Principal, digest: str) -> bytes:
         if not is_digest(digest):
             raise InvalidRequest(f"malformed digest {digest[:80]!r}")
-        data = self.store.read(lambda tx: tx.content.blob(digest))
+
+        def run(tx: Tx) -> bytes | None:
+            if not caller.is_service_admin:
+                pid = caller.project_id
+                if pid is None or not self.can(tx, caller, pid, Action.READ):
+                    return None
+                if tx.content.unreadable_blobs(pid, [digest]):
+                    return None  # another project's bytes: not found, never a hint
+            return tx.content.blob(digest)
+
+        data = self.store.read(run)
         if data is None:
             raise NotFound(f"blob {digest} not found", reason="blob_missing")
         return data
@@ -163,8 +179,9 @@ class ContentOps(Base):
             current = tx.content.revisions(project_id, [norm])[norm]
             if current != base:
                 raise Conflict(f"{norm} is at revision {current}, not {base}", reason="revision_conflict")
-            if digest is not None and not tx.content.has_blob(digest):
-                raise InvalidRequest(f"blob {digest} was not uploaded", reason="blob_missing")
+            if digest is not None:
+                self._require_blobs(tx, caller, project_id, [digest])
+                tx.content.add_blob_ref(project_id, [digest])
             rev = tx.content.write_artifact(project_id, norm, digest, tx.now, caller.id, "edit")
             self.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
             art = tx.content.artifact(project_id, norm)
@@ -194,9 +211,7 @@ class ContentOps(Base):
                 raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
             if attempt.status is not AttemptStatus.ACTIVE or task.current_attempt_id != attempt.id:
                 raise Conflict("the attempt is no longer current", reason="attempt_not_active")
-            missing = tx.content.missing_blobs(d for d in files.values() if d)
-            if missing:
-                raise InvalidRequest(f"blobs not uploaded: {missing[:5]}", reason="blob_missing")
+            self._require_blobs(tx, caller, task.project_id, [d for d in files.values() if d])
             cand = Candidate(
                 self.ids.new("cnd"),
                 task.id,
@@ -230,6 +245,15 @@ class ContentOps(Base):
             return cand
 
         return self.store.write(run)
+
+    @staticmethod
+    def _require_blobs(tx: Tx, caller: Principal, project_id: str, digests: list[str]) -> None:
+        """The bytes exist and this project may use them (uploaded here; admins upload anywhere)."""
+        missing = set(tx.content.missing_blobs(digests))
+        if not caller.is_service_admin:
+            missing |= set(tx.content.unreadable_blobs(project_id, digests))
+        if missing:
+            raise InvalidRequest(f"blobs not uploaded: {sorted(missing)[:5]}", reason="blob_missing")
 
     def _files(self, raw: Mapping[str, str | None]) -> dict[str, str | None]:
         if not isinstance(raw, Mapping) or not raw:

@@ -37,6 +37,9 @@ _COLLECTIONS = select(s.collections.c.prefix, s.collections.c.revision).where(
     s.collections.c.project_id == bindparam("p"),
     s.collections.c.prefix.in_(bindparam("prefixes", expanding=True)),
 )
+_BLOB_REFS = select(s.blob_refs.c.digest).where(
+    s.blob_refs.c.project_id == bindparam("p"), s.blob_refs.c.digest.in_(bindparam("ds", expanding=True))
+)
 _CANDIDATE = select(s.candidates).where(s.candidates.c.id == bindparam("id"))
 
 
@@ -51,6 +54,24 @@ class ContentRepo:
             return False
         self._c.execute(insert(s.blobs).values(digest=digest, size=len(data), data=data, created_at=at))
         return True
+
+    def add_blob_ref(self, project_id: str, digests: Iterable[str]) -> None:
+        """Let `project_id` read these blobs (it uploaded or published them)."""
+        wanted = sorted(set(digests))
+        if not wanted:
+            return
+        have = {r.digest for r in self._c.execute(_BLOB_REFS, {"p": project_id, "ds": wanted})}
+        new = [{"project_id": project_id, "digest": d} for d in wanted if d not in have]
+        if new:
+            self._c.execute(insert(s.blob_refs), new)
+
+    def unreadable_blobs(self, project_id: str, digests: Iterable[str]) -> list[str]:
+        """The digests that `project_id` may not read (never uploaded or published there)."""
+        wanted = sorted(set(digests))
+        if not wanted:
+            return []
+        have = {r.digest for r in self._c.execute(_BLOB_REFS, {"p": project_id, "ds": wanted})}
+        return [d for d in wanted if d not in have]
 
     def has_blob(self, digest: str) -> bool:
         return bool(self._c.execute(select(exists().where(s.blobs.c.digest == digest))).scalar())
@@ -71,6 +92,7 @@ class ContentRepo:
         wanted = list(digests)
         if not wanted:
             return 0
+        self._c.execute(delete(s.blob_refs).where(s.blob_refs.c.digest.in_(wanted)))
         return int(self._c.execute(delete(s.blobs).where(s.blobs.c.digest.in_(wanted))).rowcount)
 
     def all_blob_digests(self) -> list[tuple[str, float]]:

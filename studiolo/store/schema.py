@@ -143,6 +143,13 @@ blobs = Table(
     Column("created_at", Float, nullable=False),
 )
 
+blob_refs = Table(
+    "blob_refs",  # which projects may read a blob: one that uploaded or published it
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("digest", String(80), primary_key=True),
+)
+
 artifacts = Table(
     "artifacts",
     metadata,
@@ -258,4 +265,5 @@ events = Table(
     Column("prev_hash", String(80), nullable=False),
     Column("hash", String(80), nullable=False),
     Index("ix_events_project", "project_id", "seq"),
+    Index("ix_events_subject", "subject", "seq"),
 )

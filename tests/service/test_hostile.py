@@ -213,3 +213,22 @@ def test_bad_lease_values(world: World) -> None:
             InvalidRequest,
             "invalid_request",
         )
+
+
+def test_blobs_are_readable_only_where_they_were_uploaded_or_published(world: World) -> None:
+    secret = world.put(b"the launch code is 0000")
+    assert world.coord.get_blob(world.verifier, secret) == b"the launch code is 0000"
+    other = world.coord.create_project(world.admin, "elsewhere")
+    spy = world.coord.add_principal(world.admin, other.id, "spy", "agent").principal
+    world.coord.grant(world.admin, other.id, spy.id, ["read", "write", "claim", "complete"])
+    _unchanged(world, lambda: world.coord.get_blob(spy, secret), NotFound, "blob_missing")
+    # knowing a digest is not enough to publish its bytes into another project
+    _unchanged(
+        world,
+        lambda: world.coord.edit_artifact(spy, other.id, "src/x.txt", secret, 0),
+        InvalidRequest,
+        "blob_missing",
+    )
+    # uploading the same bytes proves possession: then they are readable there too
+    assert world.coord.put_blob(spy, b"the launch code is 0000") == secret
+    assert world.coord.get_blob(spy, secret) == b"the launch code is 0000"
