@@ -1,7 +1,8 @@
 """The whole engine run: 87,022 + 91 decisions through the real door, on both cores.
 
-It takes minutes (about 270 s of CPU: 2½ minutes on two idle cores, more when they are
-shared), so it is opt-in: ``STUDIOLO_ENGINE_STUDY=1 pytest tests/study/test_engine_full.py``.
+It takes minutes (264 s to 350 s of CPU measured: 2½ to 3 minutes on two idle cores, 3 to 5
+when they are shared), so it is opt-in, not part of ``make test``:
+``STUDIOLO_ENGINE_STUDY=1 pytest tests/study/test_engine_full.py``.
 ``test_engine_decisions.py`` runs a sample of the same schedules on every test run.
 """
 
