@@ -71,7 +71,7 @@ def seed_project(url: str, *, agents: int, tasks: int, hot: int) -> Seed:
         a = coord.add_principal(admin, pid, f"agent-{n}", "agent")
         g = coord.grant(admin, pid, a.principal.id, WORKER_ACTIONS, ["src/**"])
         people.append({"id": a.principal.id, "token": a.token, "grant": g.id})
-    digest = coord.put_blob(admin, b"21\n")
+    digest = coord.put_blob(human.principal, b"21\n")  # uploaded in the project that uses it
     coord.edit_artifact(human.principal, pid, INPUT, digest, 0)
     made = []
     for n in range(tasks):
