@@ -14,6 +14,7 @@ from studiolo.store._json import dumps, loads
 
 __all__ = ["GENESIS", "AuditRepo", "MetaRepo", "event_hash"]
 
+_INSERT_EVENT = insert(s.events)
 _LAST = select(s.events.c.seq, s.events.c.hash).order_by(s.events.c.seq.desc()).limit(1)
 _META_GET = select(s.meta.c.value).where(s.meta.c.key == bindparam("k"))
 _META_SET = update(s.meta).where(s.meta.c.key == bindparam("k")).values(value=bindparam("v"))
@@ -57,17 +58,18 @@ class AuditRepo:
         draft = Event(seq + 1, project_id, kind, actor, subject, data, at, prev, "")
         digest = event_hash(prev, event_body(draft))
         self._c.execute(
-            insert(s.events).values(
-                seq=draft.seq,
-                project_id=project_id,
-                kind=kind,
-                actor=actor,
-                subject=subject,
-                data=dumps(data),
-                at=at,
-                prev_hash=prev,
-                hash=digest,
-            )
+            _INSERT_EVENT,
+            {
+                "seq": draft.seq,
+                "project_id": project_id,
+                "kind": kind,
+                "actor": actor,
+                "subject": subject,
+                "data": dumps(data),
+                "at": at,
+                "prev_hash": prev,
+                "hash": digest,
+            },
         )
         return Event(draft.seq, project_id, kind, actor, subject, data, at, prev, digest)
 

@@ -23,6 +23,10 @@ __all__ = ["WorkRepo"]
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 _TASK = select(s.tasks).where(s.tasks.c.id == bindparam("id"))
 _ATTEMPT = select(s.attempts).where(s.attempts.c.id == bindparam("id"))
+# An UPDATE whose SET clause comes from the parameter names (all but `_id`).
+_UPDATE_TASK = update(s.tasks).where(s.tasks.c.id == bindparam("_id"))
+_UPDATE_ATTEMPT = update(s.attempts).where(s.attempts.c.id == bindparam("_id"))
+_INSERT_COMPLETION = insert(s.completions)
 _COMPLETION_BY_REQUEST = select(s.completions).where(
     s.completions.c.project_id == bindparam("p"), s.completions.c.request_id == bindparam("r")
 )
@@ -74,7 +78,7 @@ class WorkRepo:
             values["status"] = values["status"].value
         if "contract" in values and isinstance(values["contract"], Contract):
             values["contract"] = dumps(values["contract"].to_json())
-        self._c.execute(update(s.tasks).where(s.tasks.c.id == task_id).values(**values))
+        self._c.execute(_UPDATE_TASK, {"_id": task_id, **values})
 
     # attempts
     def add_attempt(self, a: Attempt) -> None:
@@ -104,25 +108,26 @@ class WorkRepo:
     def update_attempt(self, attempt_id: str, **values: Any) -> None:
         if "status" in values and isinstance(values["status"], AttemptStatus):
             values["status"] = values["status"].value
-        self._c.execute(update(s.attempts).where(s.attempts.c.id == attempt_id).values(**values))
+        self._c.execute(_UPDATE_ATTEMPT, {"_id": attempt_id, **values})
 
     # completions
     def add_completion(self, project_id: str, c: Completion) -> None:
         self._c.execute(
-            insert(s.completions).values(
-                id=c.id,
-                project_id=project_id,
-                task_id=c.task_id,
-                attempt_id=c.attempt_id,
-                candidate_id=c.candidate_id,
-                request_id=c.request_id,
-                request_digest=c.request_digest,
-                principal_id=c.principal_id,
-                commit_version=c.commit_version,
-                receipt=dumps(dict(c.receipt)),
-                signature=c.signature,
-                created_at=c.created_at,
-            )
+            _INSERT_COMPLETION,
+            {
+                "id": c.id,
+                "project_id": project_id,
+                "task_id": c.task_id,
+                "attempt_id": c.attempt_id,
+                "candidate_id": c.candidate_id,
+                "request_id": c.request_id,
+                "request_digest": c.request_digest,
+                "principal_id": c.principal_id,
+                "commit_version": c.commit_version,
+                "receipt": dumps(dict(c.receipt)),
+                "signature": c.signature,
+                "created_at": c.created_at,
+            },
         )
 
     def completion_by_request(self, project_id: str, request_id: str) -> Completion | None:
