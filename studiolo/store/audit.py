@@ -16,6 +16,7 @@ __all__ = ["GENESIS", "AuditRepo", "MetaRepo", "event_hash"]
 
 _INSERT_EVENT = insert(s.events)
 _LAST = select(s.events.c.seq, s.events.c.hash).order_by(s.events.c.seq.desc()).limit(1)
+_META_GET_MANY = select(s.meta.c.key, s.meta.c.value).where(s.meta.c.key.in_(bindparam("ks", expanding=True)))
 _META_GET = select(s.meta.c.value).where(s.meta.c.key == bindparam("k"))
 _META_SET = update(s.meta).where(s.meta.c.key == bindparam("k")).values(value=bindparam("v"))
 GENESIS = "sha256:" + "0" * 64
@@ -40,8 +41,14 @@ def event_body(e: Event) -> dict[str, Any]:
 class AuditRepo:
     def __init__(self, conn: Connection) -> None:
         self._c = conn
+        self._head: tuple[int, str] | None = None  # this transaction's view of the chain head
 
     def last(self) -> tuple[int, str]:
+        if self._head is None:
+            self._head = self._read_head()
+        return self._head
+
+    def _read_head(self) -> tuple[int, str]:
         row = self._c.execute(_LAST).first()
         return (int(row.seq), row.hash) if row else (0, GENESIS)
 
@@ -71,6 +78,7 @@ class AuditRepo:
                 "hash": digest,
             },
         )
+        self._head = (draft.seq, digest)
         return Event(draft.seq, project_id, kind, actor, subject, data, at, prev, digest)
 
     def events(
@@ -105,6 +113,9 @@ class MetaRepo:
     def get(self, key: str) -> str | None:
         row = self._c.execute(_META_GET, {"k": key}).first()
         return str(row.value) if row else None
+
+    def get_many(self, keys: tuple[str, ...]) -> dict[str, str]:
+        return {r.key: str(r.value) for r in self._c.execute(_META_GET_MANY, {"ks": list(keys)})}
 
     def set(self, key: str, value: str) -> None:
         done = self._c.execute(_META_SET, {"k": key, "v": value})

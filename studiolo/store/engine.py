@@ -295,7 +295,10 @@ class Store:
 
         def authority() -> tuple[float, str]:
             if self.clock_source == "service":
-                return self._service_now(meta, write=write), meta.get("incarnation") or ""
+                found = meta.get_many(("clock_last", "incarnation"))
+                return self._service_now(meta, found.get("clock_last"), write=write), found.get(
+                    "incarnation", ""
+                )
             return self._database_now(conn, meta, write=write)
 
         tx = Tx(conn, authority)
@@ -309,8 +312,8 @@ class Store:
             return float(self._clock())
         return float(conn.exec_driver_sql(_PG_NOW).scalar_one())
 
-    def _service_now(self, meta: MetaRepo, *, write: bool) -> float:
-        last = float(meta.get("clock_last") or 0.0)
+    def _service_now(self, meta: MetaRepo, last_text: str | None, *, write: bool) -> float:
+        last = float(last_text or 0.0)
         now = max(self._clock(), last)
         if write and now > last:
             meta.set("clock_last", repr(now))
