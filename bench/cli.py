@@ -1,0 +1,121 @@
+"""What one CLI call costs an agent: `studiolo --help` and a worker command against a live
+server (`studiolo task show`), against the same interpreter's bare start (`python -c pass`).
+
+    python bench/cli.py [--runs 15]
+
+The server is `studiolo run` (the demo project, seeded on a fresh SQLite ledger) in a
+subprocess; its tokens come from the state directory it writes. The three commands are
+timed interleaved, so machine noise hits them alike; the figures are medians of wall time
+from spawn to exit. The last line is JSON; `cli_ratio` is task show ÷ bare start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def studiolo_argv() -> list[str]:
+    """The `studiolo` console script next to this interpreter (what an agent runs)."""
+    script = Path(sys.executable).parent / "studiolo"
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-c", "from studiolo.faces.cli import main; main()"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], seconds: float = 60.0) -> None:
+    # A socket, not urllib: bench/http.py would shadow the standard library's `http` here.
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+@contextmanager
+def live_server(workdir: Path) -> Iterator[dict[str, Any]]:
+    """`studiolo run` on a fresh ledger; yields its saved state (url, tokens, task ids)."""
+    port = _free_port()
+    state_dir = workdir / "state"
+    argv = [*studiolo_argv(), "run", "--database-url", f"sqlite:///{workdir / 'ledger.db'}"]
+    argv += ["--port", str(port), "--state-dir", str(state_dir)]
+    proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(port, proc)
+        yield json.loads((state_dir / "demo-tokens.json").read_text())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def wall(argv: Sequence[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def measure(runs: int, saved: dict[str, Any]) -> dict[str, float]:
+    env = dict(os.environ)
+    env.update(
+        STUDIOLO_URL=saved["url"],
+        STUDIOLO_TOKEN=saved["principals"]["agent-a"]["token"],
+        STUDIOLO_CONFIG=os.devnull,
+    )
+    task_id = next(iter(saved["tasks"].values()))
+    commands = {
+        "bare": [sys.executable, "-c", "pass"],
+        "help": [*studiolo_argv(), "--help"],
+        "task_show": [*studiolo_argv(), "task", "show", task_id],
+    }
+    for argv in commands.values():
+        wall(argv, env)  # warm the page cache and the bytecode cache
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, argv in commands.items():
+            times[name].append(wall(argv, env))
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, live_server(Path(tmp)) as saved:
+        med = measure(args.runs, saved)
+    print(f"python -c pass       {med['bare'] * 1000:8.1f} ms (median of {args.runs})")
+    print(f"studiolo --help      {med['help'] * 1000:8.1f} ms")
+    print(f"studiolo task show   {med['task_show'] * 1000:8.1f} ms")
+    result = {
+        "cli_help_s": round(med["help"], 4),
+        "cli_task_show_s": round(med["task_show"], 4),
+        "cli_ratio": round(med["task_show"] / med["bare"], 2),
+        "bare_start_s": round(med["bare"], 4),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
