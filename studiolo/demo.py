@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from rich.console import Console
 from rich.table import Table
 
-from studiolo._exceptions import CompletionRejected
+from studiolo._exceptions import CompletionRejected, Conflict
 from studiolo.clock import ManualClock
 from studiolo.core.model import Attempt, Candidate, Principal, Task
 from studiolo.keys import ServiceKey, public_key_text, sign
@@ -268,8 +268,12 @@ def _lease_expired(st: _Story) -> tuple[str, ...]:
 def _scope_violation(st: _Story) -> tuple[str, ...]:
     t = st.task("Fix a typo in the source")
     a = st.claim(t, "agent-b")
-    c = st.work(a, "agent-b", {"docs/README.md": b"# Demo!\n"}, ())
-    st.say("the contract's scope is src/**; the write set is docs/README.md")
+    st.say("the contract's scope is src/**; agent-b submits docs/README.md")
+    try:
+        c = st.work(a, "agent-b", {"docs/README.md": b"# Demo!\n"}, ())
+    except Conflict as refused:
+        st.say("refused at submission: no verifier ever runs out-of-scope bytes")
+        return (refused.reason,)
     return st.complete(t, a, c, [st.verify(c)], "agent-b")
 
 

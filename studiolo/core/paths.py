@@ -25,7 +25,8 @@ def normalize_path(raw: str) -> str:
     """Return the canonical spelling of a logical path, or raise InvalidPath.
 
     NFC, `/` separators, no leading `/`, `.` and empty segments dropped, `..` rejected
-    (never resolved), no NUL or control characters, bounded length.
+    (never resolved), no `.git` segment in any case (a checkout must never write a git
+    repository's control files), no NUL or control characters, bounded length.
     """
     if not isinstance(raw, str):
         raise InvalidPath("path must be a string")
@@ -37,6 +38,8 @@ def normalize_path(raw: str) -> str:
         raise InvalidPath(f"path contains '..': {raw!r}")
     if not segments:
         raise InvalidPath(f"path is empty: {raw!r}")
+    if any(seg.rstrip(". ").casefold() == ".git" for seg in segments):  # `.GIT.` on Windows too
+        raise InvalidPath(f"path contains a '.git' segment: {raw!r}")
     if any(len(seg) > _MAX_SEGMENT for seg in segments):
         raise InvalidPath("a path segment is longer than 255 characters")
     path = "/".join(segments)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound, PayloadTooLarge
 from studiolo.core.canonical import digest_bytes, digest_json, is_digest
 from studiolo.core.model import Action, Artifact, AttemptStatus, Candidate, Observation, Principal
-from studiolo.core.paths import normalize_path, normalize_prefix
+from studiolo.core.paths import matches_any, normalize_path, normalize_prefix
 from studiolo.service._base import Base, check_id
 from studiolo.service.evidence import request_verification
 from studiolo.store import Tx
@@ -211,6 +211,10 @@ class ContentOps(Base):
                 raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
             if attempt.status is not AttemptStatus.ACTIVE or task.current_attempt_id != attempt.id:
                 raise Conflict("the attempt is no longer current", reason="attempt_not_active")
+            outside = sorted(p for p in files if not matches_any(task.contract.scope, p))
+            if outside:
+                # Refused before any verifier sees it: no checker ever runs out-of-scope bytes.
+                raise Conflict(f"outside the task's scope: {outside[:5]}", reason="scope_violation")
             self._require_blobs(tx, caller, task.project_id, [d for d in files.values() if d])
             cand = Candidate(
                 self.ids.new("cnd"),

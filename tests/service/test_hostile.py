@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from studiolo import InvalidRequest, NotAuthorized, NotFound, PayloadTooLarge, StudioloError
+from studiolo import Conflict, InvalidRequest, NotAuthorized, NotFound, PayloadTooLarge, StudioloError
+from studiolo.core.paths import normalize_path
 from studiolo.keys import sign
 from studiolo.service import CandidateDraft, make_request
 from tests.service.snapshot import snapshot
@@ -232,3 +233,44 @@ def test_blobs_are_readable_only_where_they_were_uploaded_or_published(world: Wo
     # uploading the same bytes proves possession: then they are readable there too
     assert world.coord.put_blob(spy, b"the launch code is 0000") == secret
     assert world.coord.get_blob(spy, secret) == b"the launch code is 0000"
+
+
+def test_scope_at_submission(world: World) -> None:
+    """Finding: a candidate writing outside the task's scope reached the verifiers."""
+    task = world.new_task(scope=["src/**"])
+    att = world.coord.claim(world.agent, task.id, 60)
+    steal, make = world.put(b"import os\n"), world.put(b"test:\n\tpython src/steal.py\n")
+    draft = CandidateDraft(
+        {"src/steal.py": steal, "Makefile": make}, {"src/steal.py": 0, "Makefile": 0}, {}, {}
+    )
+    _unchanged(
+        world,
+        lambda: world.coord.submit_candidate(world.agent, att.id, draft),
+        Conflict,
+        "scope_violation",
+    )
+    assert world.coord.verification_queue(world.verifier, world.project_id) == []
+
+
+@pytest.mark.parametrize(
+    "path", [".git/config", ".GIT/config", "src/.Git/config", "src/.git", "docs/.git./hooks/x"]
+)
+def test_git_segments(world: World, path: str) -> None:
+    """Finding: an editor wrote the artifact `.git/config`; checkouts then ran its fsmonitor."""
+    task = world.new_task(scope=["**"])
+    att = world.coord.claim(world.agent, task.id, 60)
+    digest = world.put(b"[core]\n\tfsmonitor = touch /tmp/pwned\n")
+    draft = CandidateDraft({path: digest}, {path: 0}, {}, {})
+    _unchanged(
+        world,
+        lambda: world.coord.submit_candidate(world.agent, att.id, draft),
+        InvalidRequest,
+        "invalid_path",
+    )
+    _unchanged(
+        world,
+        lambda: world.coord.edit_artifact(world.human, world.project_id, path, digest, 0),
+        InvalidRequest,
+        "invalid_path",
+    )
+    assert normalize_path("src/.gitignore") == "src/.gitignore"  # only the segment itself

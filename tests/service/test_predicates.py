@@ -4,11 +4,12 @@ with exactly its reason code and changes nothing but the audit log."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
 from studiolo import CompletionRejected
+from studiolo.core.canonical import digest_json
 from studiolo.core.model import Attempt, Candidate, Task
 from studiolo.core.reasons import Reason
 from tests.service.snapshot import event_count, snapshot
@@ -87,8 +88,21 @@ def _foreign_candidate(w: World, r: Ready) -> dict[str, object]:
 
 
 def _outside_scope(w: World, r: Ready) -> dict[str, object]:
+    # The door refuses such a candidate at submission (test_hostile), so write it straight
+    # into the ledger, as an older server would have: the predicate must still refuse it.
     w.coord.grant(w.admin, w.project_id, w.agent.id, ["write", "complete"], ["ops/**"])
-    cand = w.candidate(r.attempt, {"ops/deploy.sh": b"rm -rf /\n"}, deps={"src/input.txt": 1})
+    files: dict[str, str | None] = {"ops/deploy.sh": w.put(b"rm -rf /\n")}
+    bases, deps = {"ops/deploy.sh": 0}, {"src/input.txt": 1}
+    cand = replace(
+        r.cand,
+        id="cnd_outsidescope00",
+        files=files,
+        bases=bases,
+        file_deps=deps,
+        digest=digest_json({"files": files}),
+        dependency_digest=digest_json({"bases": bases, "files": deps, "collections": {}}),
+    )
+    w.coord.store.write(lambda tx: tx.content.add_candidate(w.project_id, cand))
     r.cand, r.evidence = cand, [w.receipt(cand).id]
     return {}
 
