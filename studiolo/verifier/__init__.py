@@ -13,6 +13,8 @@ run an admitted checker in a sandbox, keep the log, sign and post the receipt.
 See docs/verifiers.md for the trust model.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from studiolo.verifier.checkers import (
     BUILTIN_CHECKERS,
     Checker,
@@ -20,10 +22,12 @@ from studiolo.verifier.checkers import (
     CheckOutcome,
     registry,
 )
-from studiolo.verifier.inprocess import InProcessPort
 from studiolo.verifier.port import VerifierPort
 from studiolo.verifier.runner import ItemReport, Runner
 from studiolo.verifier.sandbox import Limits, ProcessResult, Sandbox, Workspace
+
+if TYPE_CHECKING:
+    from studiolo.verifier.inprocess import InProcessPort
 
 __all__ = [
     "BUILTIN_CHECKERS",
@@ -40,3 +44,12 @@ __all__ = [
     "Workspace",
     "registry",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `InProcessPort` needs the Coordinator (SQLAlchemy); a remote verifier never loads it.
+    if name == "InProcessPort":
+        from studiolo.verifier.inprocess import InProcessPort
+
+        return InProcessPort
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from studiolo.client import Client
-from studiolo.service.verification import CandidateTree, VerificationItem
+from studiolo.api.verification import CandidateTree, VerificationItem
 
 __all__ = ["HttpPort"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from studiolo.service.verification import CandidateTree, VerificationItem
+from studiolo.api.verification import CandidateTree, VerificationItem
 
 __all__ = ["VerifierPort"]
 

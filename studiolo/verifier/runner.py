@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from studiolo._exceptions import StudioloError
 from studiolo.core.canonical import digest_bytes, digest_json
 from studiolo.keys import sign
-from studiolo.service.verification import CandidateTree, VerificationItem
+from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.verifier.checkers import Checker, CheckerConfigError, CheckOutcome, registry
 from studiolo.verifier.port import VerifierPort
 from studiolo.verifier.sandbox import Limits, Sandbox, Workspace

@@ -18,7 +18,7 @@ from pathlib import Path
 from studiolo._exceptions import InvalidPath
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.paths import normalize_path
-from studiolo.service.verification import CandidateTree
+from studiolo.api.verification import CandidateTree
 
 __all__ = ["IntegrityError", "TreeConflict", "materialize", "remove_tree", "tree_digest"]
 
