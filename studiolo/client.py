@@ -7,13 +7,22 @@ Every method mirrors one route and returns the route's typed response model (sha
 the server: `studiolo.faces.http.schemas`). Errors come back as the same `StudioloError`
 subclasses the server raised, rebuilt from problem+json. Pass `transport=` (an
 `httpx.BaseTransport`, e.g. `httpx.MockTransport`) to talk to an app in-process.
+
+The server is input, not authority over the client's disk: `get_blob` checks the bytes
+against their digest, and `write_confined` writes a server-named path only strictly inside
+a local directory (no `..`, absolute paths, backslashes, `.git` segments, or symlinks).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import stat
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -33,11 +42,21 @@ from studiolo._exceptions import (
     StudioloError,
     Unauthenticated,
 )
+from studiolo.core.canonical import digest_bytes
+from studiolo.core.paths import normalize_path
 from studiolo.core.reasons import Reason
 from studiolo.faces.http import schemas as s
 from studiolo.keys import sign
 
-__all__ = ["Client", "Completed", "error_from_problem"]
+__all__ = [
+    "Client",
+    "Completed",
+    "UntrustedResponse",
+    "confined_path",
+    "error_from_problem",
+    "is_git_segment",
+    "write_confined",
+]
 
 M = TypeVar("M", bound=BaseModel)
 _PREDICATES = frozenset(r.value for r in Reason)
@@ -50,6 +69,14 @@ _BY_STATUS: dict[int, type[StudioloError]] = {
     413: PayloadTooLarge,
     422: InvalidRequest,
 }
+
+
+class UntrustedResponse(StudioloError):
+    """The server sent what a client must not act on: bytes that do not match their digest,
+    or a path that would leave the local directory being written. Raised by the client only."""
+
+    status = 502
+    default_reason = "untrusted_response"
 
 
 @dataclass(frozen=True)
@@ -303,7 +330,11 @@ class Client:
         return self._one(s.BlobOut, "POST", "/v1/blobs", content=data, headers=headers)
 
     def get_blob(self, digest: str) -> bytes:
-        return self._send("GET", f"/v1/blobs/{_seg(digest)}").content
+        """The blob's bytes, checked against `digest` (UntrustedResponse if they differ)."""
+        data = self._send("GET", f"/v1/blobs/{_seg(digest)}").content
+        if digest_bytes(data) != digest:
+            raise UntrustedResponse(f"the server sent bytes that do not match {digest[:80]!r}")
+        return data
 
     def artifacts(self, prefix: str = "", *, project: str | None = None) -> list[s.ArtifactOut]:
         return self._many(s.ArtifactOut, f"{self._p(project)}/artifacts", params={"prefix": prefix})
@@ -503,3 +534,88 @@ def _sse_messages(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
             kind = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].lstrip())
+
+
+# confined writes -------------------------------------------------------------------
+# Characters that HFS+ ignores in names (as git does when it refuses `.git`): `.g\u200cit`
+# names `.git` there.
+_IGNORED_IN_NAMES = frozenset(
+    "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"
+)
+
+
+def is_git_segment(segment: str) -> bool:
+    """Whether a path segment names a `.git` directory on some file system: any case,
+    trailing dots or spaces (Windows), an NTFS stream suffix, the 8.3 name, HFS+ ignorables."""
+    folded = "".join(ch for ch in segment if ch not in _IGNORED_IN_NAMES).casefold()
+    folded = folded.split(":", 1)[0].rstrip(". ")
+    return folded in (".git", "git~1")
+
+
+def confined_path(raw: object) -> str:
+    """A server-sent path that is safe to create under a local directory, else UntrustedResponse.
+
+    It must already be in normal form (so `..`, a leading `/`, `.` or empty segments and
+    backslashes are refused, never resolved) and have no `.git` segment.
+    """
+    if not isinstance(raw, str) or "\\" in raw:
+        raise UntrustedResponse(f"the server sent an unsafe path {str(raw)[:200]!r}")
+    try:
+        norm = normalize_path(raw)
+    except InvalidPath as exc:
+        raise UntrustedResponse(f"the server sent an unsafe path {raw[:200]!r}: {exc}") from exc
+    if norm != raw:
+        raise UntrustedResponse(f"the server sent a path not in normal form: {raw[:200]!r}")
+    if any(is_git_segment(seg) for seg in norm.split("/")):
+        raise UntrustedResponse(f"the server sent a path inside a .git directory: {raw[:200]!r}")
+    return norm
+
+
+def write_confined(root: Path, path: str, data: bytes) -> None:
+    """Write `data` at the server-named `path` strictly inside the directory `root`.
+
+    Every parent is entered with O_NOFOLLOW (a symlink anywhere below `root` is refused,
+    never followed), and the file is written to a temporary name and renamed over the old
+    one, so an existing symlink or hard link is never written through.
+    """
+    parts = confined_path(path).split("/")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in parts[:-1]:
+            child = _enter_dir(fd, name, path)
+            os.close(fd)
+            fd = child
+        _replace_file(fd, parts[-1], data, path)
+    finally:
+        os.close(fd)
+
+
+def _enter_dir(parent: int, name: str, path: str) -> int:
+    with suppress(FileExistsError):
+        os.mkdir(name, 0o777, dir_fd=parent)
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as exc:  # ELOOP (a symlink) or ENOTDIR (a file)
+        detail = f"{path}: {name!r} is a symlink or not a directory; not writing through it"
+        raise UntrustedResponse(detail) from exc
+
+
+def _replace_file(parent: int, name: str, data: bytes, path: str) -> None:
+    try:
+        old = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        raise UntrustedResponse(f"{path} exists and is not a regular file (a symlink?); not replacing it")
+    tmp = f".studiolo-{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if old is not None:
+                os.fchmod(fh.fileno(), stat.S_IMODE(old.st_mode) & 0o777)
+            fh.write(data)
+        os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=parent)
+        raise

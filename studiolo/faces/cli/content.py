@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from studiolo.client import Client
+from studiolo.client import Client, UntrustedResponse, confined_path, is_git_segment, write_confined
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
 
 __all__ = ["MANIFEST", "register"]
@@ -46,32 +47,43 @@ def checkout(
     project: Project = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Write the current artifacts (under a prefix) into a directory, with a manifest."""
+    """Write the current artifacts (under a prefix) into a directory, with a manifest.
+
+    Every path stays inside DIRECTORY (no `..`, absolute paths, `.git`, or symlinks) and
+    every blob is checked against its digest; anything else is refused before it is written.
+    """
     st = state(ctx, json_out)
     files: dict[str, dict[str, Any]] = {}
     with st.client() as c:
         pid = c.project_id(project)
         collection = c.collection(prefix, project=pid)
-        for art in c.artifacts(prefix, project=pid):
-            if art.digest is None:
-                continue
-            target = directory / art.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(c.get_blob(art.digest))
+        arts = [a for a in c.artifacts(prefix, project=pid) if a.digest is not None]
+        for art in arts:  # every path is checked before anything is written
+            if confined_path(art.path) == MANIFEST:
+                raise UntrustedResponse(f"the server sent an artifact named {MANIFEST}")
+        directory.mkdir(parents=True, exist_ok=True)
+        for art in arts:
+            assert art.digest is not None
+            write_confined(directory, art.path, c.get_blob(art.digest))
             files[art.path] = {"revision": art.revision, "digest": art.digest}
     manifest = {"project_id": pid, "prefix": collection.prefix, "collection_revision": collection.revision}
     manifest["files"] = files
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_confined(directory, MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     emit(st, manifest, lambda con: con.print(f"checked out {len(files)} file(s) into {directory}"))
 
 
 def _local_files(directory: Path) -> dict[str, bytes]:
+    """The workspace's regular files; a symlink is refused (its target is not uploaded)."""
     out = {}
-    for path in sorted(directory.rglob("*")):
-        rel = path.relative_to(directory)
-        if path.is_file() and rel.name != MANIFEST and not set(rel.parts) & _SKIP_DIRS:
-            out[rel.as_posix()] = path.read_bytes()
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not is_git_segment(d))
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath, name)
+            rel = path.relative_to(directory).as_posix()
+            if path.is_symlink():
+                raise typer.BadParameter(f"{rel} is a symbolic link: submit files, not links")
+            if name in filenames and rel != MANIFEST and path.is_file():
+                out[rel] = path.read_bytes()
     return out
 
 
