@@ -26,6 +26,7 @@ from studiolo.core.model import (
 )
 from studiolo.core.paths import matches_any
 from studiolo.core.reasons import Reason
+from studiolo.core.trust import decisions, is_bound, is_trusted
 
 __all__ = ["CompletionFacts", "CompletionRequest", "Verdict", "evaluate"]
 
@@ -71,9 +72,11 @@ class CompletionFacts:
     collection_revisions: Mapping[str, int]  # current revision of every declared prefix
     receipts: Mapping[str, Receipt]  # cited receipts that exist in the project
     checkers: Mapping[str, Checker]  # the contract's checkers, by `name@version`
-    bad_signatures: frozenset[str]  # cited receipt ids whose signature does not verify
+    bad_signatures: frozenset[str]  # receipt ids (cited or recorded) whose signature does not verify
     now: float  # the authority clock at the commit point
     incarnation: str  # the authority incarnation at the commit point
+    # every receipt recorded for the candidate's bytes, cited or not (core.trust decides)
+    recorded: tuple[Receipt, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,28 +180,12 @@ def _trusted(q: CompletionRequest, f: CompletionFacts, task: Task) -> bool:
 
 def _is_trusted(rid: str, f: CompletionFacts, task: Task) -> bool:
     r = f.receipts.get(rid)
-    if r is None or rid in f.bad_signatures:
-        return False
-    wanted = {c.id: c.checker for c in task.contract.criteria}
-    checker = f.checkers.get(r.checker)
-    return wanted.get(r.criterion) == r.checker and checker is not None and r.issuer_id in checker.verifiers
+    return r is not None and is_trusted(r, task, f.checkers, f.bad_signatures)
 
 
 def _is_bound(rid: str, q: CompletionRequest, f: CompletionFacts, task: Task) -> bool:
     r, c = f.receipts.get(rid), f.candidate
-    if r is None or c is None:
-        return False
-    content = r.candidate_digest == c.digest and r.dependency_digest == c.dependency_digest
-    if r.reused:
-        # An audited reuse link: it counts only for the candidate it was linked to, and only
-        # while the contract allows reuse. Criterion and checker are `_is_trusted`'s business.
-        return task.contract.allow_evidence_reuse and r.candidate_id == c.id and content
-    return (
-        content
-        and r.task_id == task.id
-        and r.attempt_id == q.attempt_id
-        and r.contract_hash == task.contract_hash
-    )
+    return r is not None and c is not None and is_bound(r, task, c, q.attempt_id)
 
 
 def _evidence_bound(q: CompletionRequest, f: CompletionFacts, task: Task) -> bool:
@@ -218,9 +205,13 @@ def _criteria_covered(q: CompletionRequest, f: CompletionFacts, task: Task) -> b
 
 
 def _criteria_passed(q: CompletionRequest, f: CompletionFacts, task: Task) -> bool:
-    usable = list(_usable(q, f, task))
-    required = {c.id for c in task.contract.criteria}
-    return not any(r.result is ReceiptResult.FAIL and r.criterion in required for r in usable)
+    """Every receipt for these bytes counts, cited or not: an uncited fail still decides."""
+    c = f.candidate
+    if c is None:
+        return True
+    receipts = [*_usable(q, f, task), *f.recorded]
+    verdicts = decisions(task, c, q.attempt_id, receipts, f.checkers, f.bad_signatures)
+    return ReceiptResult.FAIL not in verdicts.values()
 
 
 _CHECKS: tuple[tuple[Reason, _Check], ...] = (

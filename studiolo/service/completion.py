@@ -21,8 +21,8 @@ from studiolo.core.model import (
 )
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
 from studiolo.core.reasons import Reason
-from studiolo.keys import verify
 from studiolo.service._base import Base, check_id
+from studiolo.service._trust import receipt_facts
 from studiolo.store import Tx
 
 __all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
@@ -137,8 +137,9 @@ class CompletionOps(Base):
         receipts = {
             rid: r for rid, r in tx.evidence.receipts(q.evidence).items() if r.project_id == task.project_id
         }
-        refs = {c.checker for c in task.contract.criteria}
-        checkers = {c.ref: c for c in tx.access.checkers(task.project_id, refs)}
+        # A candidate of another attempt is `candidate_not_bound`; never gather its receipts.
+        bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
+        trust = receipt_facts(tx, task, bound, receipts.values())
         return CompletionFacts(
             caller=caller,
             task=task,
@@ -148,21 +149,12 @@ class CompletionOps(Base):
             artifact_revisions=tx.content.revisions(task.project_id, paths),
             collection_revisions=tx.content.collection_revisions(task.project_id, prefixes),
             receipts=receipts,
-            checkers=checkers,
-            bad_signatures=self._bad_signatures(tx, receipts.values()),
+            checkers=trust.checkers,
+            bad_signatures=trust.bad,
             now=tx.now,
             incarnation=tx.incarnation,
+            recorded=trust.recorded,
         )
-
-    @staticmethod
-    def _bad_signatures(tx: Tx, receipts: Iterable[Any]) -> frozenset[str]:
-        bad = set()
-        for r in receipts:
-            issuer = tx.access.principal(r.issuer_id)
-            key = issuer.public_key if issuer else None
-            if not key or not verify(key, r.signed_body(), r.signature):
-                bad.add(r.id)
-        return frozenset(bad)
 
     def _publish(
         self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task, attempt: Attempt, cand: Candidate

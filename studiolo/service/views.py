@@ -21,12 +21,13 @@ from studiolo.core.model import (
     Policy,
     Principal,
     Receipt,
-    ReceiptResult,
     Task,
     TaskStatus,
 )
 from studiolo.core.paths import normalize_path
+from studiolo.core.trust import verified
 from studiolo.service._base import Base, check_id
+from studiolo.service._trust import receipt_facts
 from studiolo.store import Tx
 from studiolo.store.audit import GENESIS, event_body, event_hash
 
@@ -138,7 +139,7 @@ class ViewOps(Base):
             status=task.status,
             has_live_attempt=live,
             has_candidate=bool(current),
-            verified=any(_verified(task, c, receipts) for c in current),
+            verified=any(self._verified(tx, task, c) for c in current),
             requires_deployment=task.contract.requires_deployment,
             deployed=self._deployed(tx, task, completion),
         )
@@ -154,6 +155,12 @@ class ViewOps(Base):
         return TaskView(
             task, strongest_fact(ev), still, attempts, candidates, receipts, completion, rejections
         )
+
+    @staticmethod
+    def _verified(tx: Tx, task: Task, cand: Candidate) -> bool:
+        """The completion predicate's own trust rule (core.trust), on the same ledger facts."""
+        facts = receipt_facts(tx, task, cand)
+        return verified(task, cand, facts.recorded, facts.checkers, facts.bad)
 
     @staticmethod
     def _deployed(tx: Tx, task: Task, completion: Completion | None) -> bool:
@@ -274,16 +281,3 @@ class ViewOps(Base):
             )
 
         return self.store.read(run)
-
-
-def _verified(task: Task, cand: Candidate, receipts: Iterable[Receipt]) -> bool:
-    passing = {
-        r.criterion
-        for r in receipts
-        if r.candidate_id == cand.id
-        and r.result is ReceiptResult.PASS
-        and r.contract_hash == task.contract_hash
-    }
-    failing = {r.criterion for r in receipts if r.candidate_id == cand.id and r.result is ReceiptResult.FAIL}
-    required = {c.id for c in task.contract.criteria}
-    return required <= passing and not (required & failing)

@@ -14,6 +14,17 @@ from studiolo.store._json import dumps, loads
 __all__ = ["EvidenceRepo"]
 
 _RECEIPTS = select(s.receipts).where(s.receipts.c.id.in_(bindparam("ids", expanding=True)))
+# Receipts about any candidate of one attempt with the same bytes and dependencies.
+_FOR_BYTES = (
+    select(s.receipts)
+    .join(s.candidates, s.candidates.c.id == s.receipts.c.candidate_id)
+    .where(
+        s.candidates.c.attempt_id == bindparam("a"),
+        s.candidates.c.digest == bindparam("d"),
+        s.candidates.c.dependency_digest == bindparam("dd"),
+    )
+    .order_by(s.receipts.c.created_at, s.receipts.c.id)
+)
 
 
 class EvidenceRepo:
@@ -51,6 +62,11 @@ class EvidenceRepo:
             .where(s.receipts.c.candidate_id == candidate_id)
             .order_by(s.receipts.c.created_at, s.receipts.c.id)
         )
+        return [_receipt(r) for r in rows]
+
+    def receipts_for_bytes(self, attempt_id: str, digest: str, dependency_digest: str) -> list[Receipt]:
+        """Every receipt recorded for a candidate of `attempt_id` with exactly these bytes."""
+        rows = self._c.execute(_FOR_BYTES, {"a": attempt_id, "d": digest, "dd": dependency_digest})
         return [_receipt(r) for r in rows]
 
     def receipts_by_content(

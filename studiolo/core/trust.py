@@ -1,0 +1,71 @@
+"""Which receipts count, and what they decide: the one rule the completion predicate and the
+task view share (docs/verifiers.md, "Which receipts count").
+
+A receipt *counts* for a candidate when it is trusted (its checker is the one the contract
+names for its criterion, its issuer is admitted for that checker now, its signature
+verifies) and bound to the candidate's bytes (same candidate digest, dependency digest,
+task, attempt and contract; or an audited reuse link to this very candidate while the
+contract allows reuse). Among the receipts that count for a criterion, a `fail` stands: a
+later `pass` for the same checker version never erases it, cited or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from studiolo.core.model import Candidate, Checker, Receipt, ReceiptResult, Task
+
+__all__ = ["decisions", "is_bound", "is_trusted", "verified"]
+
+
+def is_trusted(r: Receipt, task: Task, checkers: Mapping[str, Checker], bad: frozenset[str]) -> bool:
+    if r.id in bad:
+        return False
+    wanted = {c.id: c.checker for c in task.contract.criteria}
+    checker = checkers.get(r.checker)
+    return wanted.get(r.criterion) == r.checker and checker is not None and r.issuer_id in checker.verifiers
+
+
+def is_bound(r: Receipt, task: Task, cand: Candidate, attempt_id: str) -> bool:
+    content = r.candidate_digest == cand.digest and r.dependency_digest == cand.dependency_digest
+    if r.reused:
+        # An audited reuse link counts only for the candidate it was linked to, and only
+        # while the contract allows reuse.
+        return task.contract.allow_evidence_reuse and r.candidate_id == cand.id and content
+    return (
+        content
+        and r.task_id == task.id
+        and r.attempt_id == attempt_id
+        and r.contract_hash == task.contract_hash
+    )
+
+
+def decisions(
+    task: Task,
+    cand: Candidate,
+    attempt_id: str,
+    receipts: Iterable[Receipt],
+    checkers: Mapping[str, Checker],
+    bad: frozenset[str],
+) -> dict[str, ReceiptResult]:
+    """Per required criterion with any counting receipt: `fail` if one fails, else `pass`."""
+    required = {c.id for c in task.contract.criteria}
+    out: dict[str, ReceiptResult] = {}
+    for r in receipts:
+        if r.criterion not in required or out.get(r.criterion) is ReceiptResult.FAIL:
+            continue
+        if is_trusted(r, task, checkers, bad) and is_bound(r, task, cand, attempt_id):
+            out[r.criterion] = r.result
+    return out
+
+
+def verified(
+    task: Task,
+    cand: Candidate,
+    receipts: Iterable[Receipt],
+    checkers: Mapping[str, Checker],
+    bad: frozenset[str],
+) -> bool:
+    """Every required criterion decides `pass` for this candidate's bytes."""
+    got = decisions(task, cand, cand.attempt_id, receipts, checkers, bad)
+    return all(got.get(c.id) is ReceiptResult.PASS for c in task.contract.criteria)
