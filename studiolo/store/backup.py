@@ -10,7 +10,8 @@ The file is back-end neutral (a SQLite backup restores into PostgreSQL and vice 
 
 Binary columns are base64; floats keep every bit (shortest round-trip repr). The trailer
 carries the SHA-256 of every byte before it, so a truncated or edited file is refused
-before anything is touched. A name ending in `.gz` is gzip-compressed.
+before anything is touched. A name ending in `.gz` is gzip-compressed. The file holds the
+service signing key, so it is written 0600.
 
 A restore replaces the whole ledger in one transaction and starts a new authority
 incarnation: a fresh `meta.incarnation` (every attempt and lease issued before it is dead,
@@ -320,11 +321,13 @@ def _open_read(path: Path) -> IO[bytes]:
 
 
 class _open_write:
-    """A file written in full and fsynced before it is renamed into place."""
+    """A private (0600) file written in full and fsynced before it is renamed into place."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        self._raw = path.open("wb")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.fchmod(fd, 0o600)  # a leftover partial file may have had another mode
+        self._raw = os.fdopen(fd, "wb")
         gz = path.name.endswith(".gz.partial")
         self._out = cast(IO[bytes], gzip.GzipFile(fileobj=self._raw, mode="wb")) if gz else self._raw
 

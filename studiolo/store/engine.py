@@ -5,6 +5,8 @@ log is a total order. Both back-ends therefore run writers one at a time and mak
 transaction read the state the previous one committed.
 
 SQLite: WAL, `BEGIN IMMEDIATE` for every write (one writer at a time, across processes).
+The ledger holds the service signing key, so a new SQLite file is created 0600 (SQLite gives
+its -wal and -shm files the database file's mode) and a missing directory for it 0700.
 
 PostgreSQL: the *writer gate*. A writer takes a process-local lock and then the session
 advisory lock `WRITER_GATE` *before* `BEGIN ISOLATION LEVEL SERIALIZABLE`, so its snapshot
@@ -22,11 +24,13 @@ is guarded by `meta.clock_last` so it never moves backwards within an incarnatio
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import psycopg
@@ -35,6 +39,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from studiolo.store import migrations
+from studiolo.store.a2a import A2ARepo
 from studiolo.store.access import AccessRepo
 from studiolo.store.audit import AuditRepo, MetaRepo
 from studiolo.store.content import ContentRepo
@@ -89,6 +94,7 @@ class Tx:
         self.evidence = EvidenceRepo(conn)
         self.audit = AuditRepo(conn)
         self.meta = MetaRepo(conn)
+        self.a2a = A2ARepo(conn)
         self._authority = authority
         self._read: tuple[float, str] | None = None
 
@@ -354,6 +360,7 @@ def _autocommit_execute(raw: Any, sql: str, key: int) -> None:
 
 def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int) -> Engine:
     if dialect == "sqlite":
+        _create_private_sqlite_file(url)
         engine = create_engine(
             url,
             connect_args={"isolation_level": None, "check_same_thread": False, "timeout": 30},
@@ -367,6 +374,19 @@ def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int) -> E
         pool_recycle=1800,
         connect_args=_pg_connect_args(url) if dialect == "postgresql" else {},
     )
+
+
+def _create_private_sqlite_file(url: str) -> None:
+    """Create a new SQLite ledger's file 0600 (and a missing directory 0700) before SQLite
+    would create it 0644. An existing file keeps the mode its operator gave it."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    for missing in [d for d in reversed(path.parents) if not d.exists()]:
+        missing.mkdir(mode=0o700, exist_ok=True)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
 
 
 def _pg_connect_args(url: str) -> dict[str, Any]:
