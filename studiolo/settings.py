@@ -21,6 +21,15 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8765
     public_url: str = ""
+    # HTTP hardening (docs/operations.md, "Limits"): timeouts, caps, in-flight requests.
+    header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 60.0
+    max_connections_per_address: int = 128
+    max_in_flight_requests: int = 256
+    max_json_bytes: int = 1024 * 1024
+    max_candidate_bytes: int = 4 * 1024 * 1024
+    max_completion_bytes: int = 64 * 1024
+    max_streams_per_principal: int = 8
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -36,6 +45,16 @@ class Settings:
             host=host,
             port=port,
             public_url=e.get("STUDIOLO_PUBLIC_URL", f"http://{host}:{port}"),
+            header_timeout_seconds=float(e.get("STUDIOLO_HEADER_TIMEOUT", base.header_timeout_seconds)),
+            body_timeout_seconds=float(e.get("STUDIOLO_BODY_TIMEOUT", base.body_timeout_seconds)),
+            max_connections_per_address=int(
+                e.get("STUDIOLO_MAX_CONNECTIONS_PER_ADDRESS", base.max_connections_per_address)
+            ),
+            max_in_flight_requests=int(e.get("STUDIOLO_MAX_IN_FLIGHT", base.max_in_flight_requests)),
+            max_json_bytes=int(e.get("STUDIOLO_MAX_JSON_BYTES", base.max_json_bytes)),
+            max_candidate_bytes=int(e.get("STUDIOLO_MAX_CANDIDATE_BYTES", base.max_candidate_bytes)),
+            max_completion_bytes=int(e.get("STUDIOLO_MAX_COMPLETION_BYTES", base.max_completion_bytes)),
+            max_streams_per_principal=int(e.get("STUDIOLO_MAX_STREAMS", base.max_streams_per_principal)),
         )
 
     @staticmethod

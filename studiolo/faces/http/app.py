@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from studiolo import __version__
-from studiolo.faces.http.limits import BodyLimit
+from studiolo.faces.http.deps import AuthenticateFirst
+from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
 from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
 from studiolo.faces.http.openapi import install_openapi
 from studiolo.faces.http.problems import install_handlers
@@ -23,10 +24,14 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     app.state.settings = settings
     app.state.metrics = Metrics()
     app.state.event_poll_seconds = event_poll_seconds
+    app.state.stream_slots = StreamSlots(settings.max_streams_per_principal)
     for router in ROUTERS:
         app.include_router(router)
     install_handlers(app)
     install_openapi(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)
+    # outermost last: metrics → requests in flight → the caller → the body's size → routes
+    app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
+    app.add_middleware(AuthenticateFirst, door=coordinator)
+    app.add_middleware(InFlightLimit, max_requests=settings.max_in_flight_requests)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app

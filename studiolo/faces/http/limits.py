@@ -1,14 +1,47 @@
-"""Request-size limit: a pure ASGI middleware that answers 413 `payload_too_large`."""
+"""Request limits as pure ASGI middleware: body size per route (413), requests in flight (503),
+and the open event streams of each principal (429 at the route).
+
+Connection-level limits (header and body deadlines, connections per address) live in
+`studiolo.faces.http.protocol`, below the ASGI app.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import re
+from collections import Counter
+from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo.faces.http.problems import problem_response
+from studiolo.settings import Settings
 
-__all__ = ["BodyLimit"]
+__all__ = ["BodyCaps", "BodyLimit", "InFlightLimit", "StreamSlots"]
+
+
+@dataclass(frozen=True)
+class BodyCaps:
+    """The largest body each route accepts: small JSON by default, more where the route needs it."""
+
+    ceiling: int  # any path (`max_request_bytes`), also bounds every rule below
+    json: int  # any other /v1 route
+    routes: tuple[tuple[str, re.Pattern[str], int], ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> BodyCaps:
+        routes = (
+            ("POST", re.compile(r"/v1/blobs"), settings.max_blob_bytes),
+            ("POST", re.compile(r"/v1/attempts/[^/]+/candidates"), settings.max_candidate_bytes),
+            ("POST", re.compile(r"/v1/tasks/[^/]+/complete"), settings.max_completion_bytes),
+        )
+        return cls(settings.max_request_bytes, settings.max_json_bytes, routes)
+
+    def for_request(self, method: str, path: str) -> int:
+        for verb, pattern, cap in self.routes:
+            if method == verb and pattern.fullmatch(path):
+                return min(cap, self.ceiling)
+        return min(self.json, self.ceiling) if path.startswith("/v1/") else self.ceiling
 
 
 class _TooLarge(Exception):
@@ -16,19 +49,20 @@ class _TooLarge(Exception):
 
 
 class BodyLimit:
-    """Refuse bodies above `max_bytes`, whether declared (Content-Length) or streamed."""
+    """Refuse bodies above the route's cap, whether declared (Content-Length) or streamed."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, caps: BodyCaps) -> None:
         self.app = app
-        self.max_bytes = max_bytes
+        self.caps = caps
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        max_bytes = self.caps.for_request(scope["method"], scope["path"])
         declared = dict(scope["headers"]).get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+        if not declared.isdigit() or int(declared) > max_bytes:
+            await _refuse(max_bytes, scope, receive, send)
             return
         seen = 0
         exceeded = False
@@ -38,7 +72,7 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > max_bytes:
                     exceeded = True
                     raise _TooLarge
             return message
@@ -50,10 +84,76 @@ class BodyLimit:
         with contextlib.suppress(_TooLarge):
             await self.app(scope, limited, guarded)
         if exceeded:
-            await self._refuse(scope, receive, send)
+            await _refuse(max_bytes, scope, receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        detail = f"the request body exceeds {self.max_bytes} bytes (or declares a bad Content-Length)"
-        status = 413 if dict(scope["headers"]).get(b"content-length", b"0").isdigit() else 400
-        reason = "payload_too_large" if status == 413 else "invalid_request"
-        await problem_response(status, reason, detail)(scope, receive, send)
+
+async def _refuse(max_bytes: int, scope: Scope, receive: Receive, send: Send) -> None:
+    detail = f"the request body exceeds {max_bytes} bytes for this route (or declares a bad Content-Length)"
+    if dict(scope["headers"]).get(b"content-length", b"0").isdigit():
+        await problem_response(413, reason="payload_too_large", detail=detail)(scope, receive, send)
+    else:
+        await problem_response(400, reason="invalid_request", detail=detail)(scope, receive, send)
+
+
+class InFlightLimit:
+    """At most `max_requests` requests between their headers and the start of their response.
+
+    Requests are counted, not sockets: an idle or half-sent connection holds no slot (the
+    protocol's deadlines close it), and a long response (an event stream) gives its slot
+    back once it starts. Over the limit: 503 `overloaded` with `Retry-After`.
+    """
+
+    def __init__(self, app: ASGIApp, max_requests: int) -> None:
+        self.app = app
+        self.max_requests = max_requests
+        self.active = 0  # touched only on the event loop
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.active >= self.max_requests:
+            detail = f"more than {self.max_requests} requests are in progress; retry shortly"
+            refusal = problem_response(503, reason="overloaded", detail=detail, headers={"Retry-After": "1"})
+            await refusal(scope, receive, send)
+            return
+        self.active += 1
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self.active -= 1
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                release()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            release()
+
+
+class StreamSlots:
+    """How many event streams each principal holds open; one per app, used on the event loop."""
+
+    def __init__(self, per_principal: int) -> None:
+        self.per_principal = per_principal
+        self._open: Counter[str] = Counter()
+
+    def acquire(self, principal_id: str) -> bool:
+        if self._open[principal_id] >= self.per_principal:
+            return False
+        self._open[principal_id] += 1
+        return True
+
+    def release(self, principal_id: str) -> None:
+        self._open[principal_id] -= 1
+        if self._open[principal_id] <= 0:
+            del self._open[principal_id]
+
+    def open(self, principal_id: str) -> int:
+        return self._open[principal_id]

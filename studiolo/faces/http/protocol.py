@@ -1,0 +1,124 @@
+"""The HTTP/1.1 connection under uvicorn, hardened against slow and many sockets.
+
+uvicorn's h11 protocol waits forever for a request's headers and body, and its
+`limit_concurrency` counts idle sockets and answers 503 to everyone once they fill it. Here
+each connection has a deadline to deliver a request's headers (from when it connects or its
+previous response ends) and one to deliver that request's body, and one peer address holds
+at most so many connections at once: an extra one is closed as soon as it is accepted.
+Requests are counted and limited by `studiolo.faces.http.limits.InFlightLimit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from studiolo.settings import Settings
+
+__all__ = ["ConnectionGuard", "guarded_protocol"]
+
+
+@dataclass
+class ConnectionGuard:
+    """Per-server connection policy and the open connections per peer address (one event loop)."""
+
+    header_timeout: float
+    body_timeout: float
+    max_per_address: int
+    open: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ConnectionGuard:
+        return cls(
+            settings.header_timeout_seconds,
+            settings.body_timeout_seconds,
+            settings.max_connections_per_address,
+        )
+
+    def admit(self, address: str) -> bool:
+        if self.open[address] >= self.max_per_address:
+            return False
+        self.open[address] += 1
+        return True
+
+    def release(self, address: str) -> None:
+        self.open[address] -= 1
+        if self.open[address] <= 0:
+            del self.open[address]
+
+
+class _GuardedH11(H11Protocol):
+    guard: ConnectionGuard
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._address: str | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timed: object = None  # what the timer guards: "headers", or the request's cycle
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        address = self.client[0] if self.client else "unix"
+        if not self.guard.admit(address):
+            transport.close()
+            return
+        self._address = address
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self._address is not None:
+            self.guard.release(self._address)
+            self._address = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def _watch(self) -> None:
+        """Arm the deadline the connection's state calls for: headers, this body, or none."""
+        if self.transport.is_closing():
+            self._disarm()
+        elif self.conn.their_state is h11.IDLE:
+            self._arm("headers", self.guard.header_timeout)
+        elif self.conn.their_state is h11.SEND_BODY:
+            self._arm(self.cycle, self.guard.body_timeout)
+        else:
+            self._disarm()
+
+    def _arm(self, what: object, seconds: float) -> None:
+        if self._timer is not None and self._timed is what:
+            return
+        self._disarm()
+        self._timed = what
+        self._timer = self.loop.call_later(seconds, self._expire)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timed = None, None
+
+    def _expire(self) -> None:
+        self._timer, self._timed = None, None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
+    """An h11 protocol class for `uvicorn.Config(http=...)`, bound to one server's guard."""
+
+    class StudioloH11Protocol(_GuardedH11):
+        pass
+
+    StudioloH11Protocol.guard = guard
+    return StudioloH11Protocol
