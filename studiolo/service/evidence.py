@@ -63,6 +63,7 @@ _BODY_KEYS = frozenset(
 # Ed25519 signatures are 64 bytes: exactly 86 base64url characters, the last one carrying
 # two zero bits. Anything else (padding, junk the lenient decoder skips, other spare bits)
 # would be a second spelling of one signature, hence a second receipt id for one observation.
+_MAX_JSON_INT = 2**53 - 1  # RFC 8785 signs numbers as IEEE doubles: larger ones are not exact
 _SIGNATURE_RE = re.compile(r"^[A-Za-z0-9_-]{85}[AQgw]$")
 
 
@@ -78,8 +79,8 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
     if body["result"] not in ("pass", "fail"):
         raise InvalidRequest("receipt result is 'pass' or 'fail'")
     issued = body["issued_at"]
-    if not isinstance(issued, int) or isinstance(issued, bool) or issued < 0:
-        raise InvalidRequest("receipt issued_at is integer milliseconds since the epoch")
+    if not isinstance(issued, int) or isinstance(issued, bool) or not 0 <= issued <= _MAX_JSON_INT:
+        raise InvalidRequest("receipt issued_at is integer milliseconds since the epoch, below 2^53")
     for key in ("criterion", "checker", "issuer", "task_id", "attempt_id"):
         if not isinstance(body[key], str) or not body[key] or len(body[key]) > 200:
             raise InvalidRequest(f"receipt {key} must be a short string")

@@ -20,6 +20,8 @@ from studiolo.service._base import Base, check_id
 from studiolo.service.admin import _scope
 from studiolo.store import Tx
 
+_MIN_LEASE_SECONDS = 1.0  # shorter leases expire before a heartbeat can renew them
+
 __all__ = ["WorkOps"]
 
 
@@ -297,8 +299,10 @@ class WorkOps(Base):
 
     def _lease(self, seconds: float | None) -> float:
         value = self.settings.default_lease_seconds if seconds is None else seconds
-        if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-            raise InvalidRequest("lease_seconds must be a positive number")
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+            raise InvalidRequest("lease_seconds must be a number of seconds")
+        if value < _MIN_LEASE_SECONDS:
+            raise InvalidRequest(f"lease_seconds is at least {_MIN_LEASE_SECONDS:g}")
         if value > self.settings.max_lease_seconds:
             raise InvalidRequest(f"lease_seconds exceeds {self.settings.max_lease_seconds:g}")
         return float(value)

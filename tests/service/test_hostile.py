@@ -274,3 +274,38 @@ def test_git_segments(world: World, path: str) -> None:
         "invalid_path",
     )
     assert normalize_path("src/.gitignore") == "src/.gitignore"  # only the segment itself
+
+
+def test_strict_types_at_the_door(world: World) -> None:
+    """Finding (Low): `lease_seconds` took `true` and 1e-300; `issued_at` > 2^53 was a 500."""
+    task = world.new_task()
+    for lease in (True, 1e-300, 0.5, "600"):
+        _unchanged(
+            world,
+            lambda lease=lease: world.coord.claim(world.agent, task.id, lease),
+            InvalidRequest,
+            "invalid_request",
+        )
+    att = world.coord.claim(world.agent, task.id, 60)
+    cand = world.candidate(att, {"src/answer.txt": b"42\n"})
+    body = {
+        "task_id": task.id,
+        "attempt_id": att.id,
+        "contract_hash": task.contract_hash,
+        "candidate_digest": cand.digest,
+        "dependency_digest": cand.dependency_digest,
+        "criterion": "tests",
+        "checker": "unit@1",
+        "result": "pass",
+        "issuer": world.verifier.id,
+        "log_digest": None,
+    }
+    for issued in (2**53, 10**400):
+        _unchanged(
+            world,
+            lambda issued=issued: world.coord.submit_receipt(
+                world.verifier, cand.id, {**body, "issued_at": issued}, "A" * 86
+            ),
+            InvalidRequest,
+            "invalid_request",
+        )

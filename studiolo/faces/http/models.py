@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 __all__ = [
     "ArtifactEditIn",
@@ -29,8 +29,9 @@ __all__ = [
 ]
 
 # Bounded so that every value fits a 64-bit SQL integer and a JSON double.
-Rev = Annotated[int, Field(ge=0, le=2**53)]
-Lease = Annotated[float, Field(gt=0, le=10**9)]
+# Strict: `true`, `"600"` or `5.0` are not numbers here (the service bounds them again).
+Rev = Annotated[int, Field(strict=True, ge=0, le=2**53)]
+Lease = Annotated[float, Field(strict=True, ge=1, le=10**9)]
 Short = Annotated[str, Field(max_length=300)]
 Text = Annotated[str, Field(max_length=1_000_000)]
 Kind = Literal["agent", "verifier", "observer", "human", "admin"]
@@ -79,8 +80,8 @@ class TaskIn(_In):
     criteria: dict[Short, Short] = Field(description="criterion id → admitted checker `name@version`")
     scope: list[Short] = Field(min_length=1, max_length=200)
     policy_version: Rev | None = Field(None, description="default: the latest published policy")
-    requires_deployment: bool = False
-    allow_evidence_reuse: bool = False
+    requires_deployment: StrictBool = False
+    allow_evidence_reuse: StrictBool = False
 
 
 class CancelIn(_In):
