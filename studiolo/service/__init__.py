@@ -4,9 +4,11 @@ operation is one transaction on the `Store`."""
 from __future__ import annotations
 
 from studiolo.service._base import IdSource, RandomIds, hash_token
+from studiolo.service.a2a import A2AOps, DelegatedView, DelegationRequest, PublishedFile
 from studiolo.service.admin import AdminOps, Issued
 from studiolo.service.completion import CompletionOps, CompletionOutcome, make_request
 from studiolo.service.content import ArtifactContent, CandidateDraft, ContentOps
+from studiolo.service.dashboard import DashboardOps, TaskListPage, TaskPage
 from studiolo.service.evidence import EvidenceOps, VerificationItem
 from studiolo.service.views import AuditReport, HandoffView, Orientation, TaskView, ViewOps
 from studiolo.service.work import WorkOps
@@ -17,11 +19,16 @@ __all__ = [
     "CandidateDraft",
     "CompletionOutcome",
     "Coordinator",
+    "DelegatedView",
+    "DelegationRequest",
     "HandoffView",
     "IdSource",
     "Issued",
     "Orientation",
+    "PublishedFile",
     "RandomIds",
+    "TaskListPage",
+    "TaskPage",
     "TaskView",
     "VerificationItem",
     "hash_token",
@@ -29,5 +36,5 @@ __all__ = [
 ]
 
 
-class Coordinator(AdminOps, WorkOps, ContentOps, EvidenceOps, CompletionOps, ViewOps):
+class Coordinator(A2AOps, AdminOps, WorkOps, ContentOps, EvidenceOps, CompletionOps, DashboardOps, ViewOps):
     """The coordinator: admin, work, content, evidence, completion and views in one door."""

@@ -96,6 +96,24 @@ class AuditRepo:
         rows = self._c.execute(q.order_by(s.events.c.seq).limit(limit))
         return [_event(r) for r in rows]
 
+    def events_about(self, project_id: str, subjects: list[str], limit: int = 500) -> list[Event]:
+        """The project's events whose subject is one of `subjects`, oldest first (the dashboard)."""
+        if not subjects:
+            return []
+        q = (
+            select(s.events)
+            .where(s.events.c.project_id == project_id, s.events.c.subject.in_(subjects))
+            .order_by(s.events.c.seq.desc())
+            .limit(limit)
+        )
+        return [_event(r) for r in reversed(list(self._c.execute(q)))]
+
+    def latest(self, project_id: str, limit: int) -> list[Event]:
+        """The project's last `limit` events, oldest first (the dashboard)."""
+        q = select(s.events).where(s.events.c.project_id == project_id)
+        rows = self._c.execute(q.order_by(s.events.c.seq.desc()).limit(limit))
+        return [_event(r) for r in reversed(list(rows))]
+
     def iter_all(self, batch: int = 5000) -> Iterator[Event]:
         after = 0
         while True:

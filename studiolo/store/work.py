@@ -67,6 +67,14 @@ class WorkRepo:
         q = q.order_by(s.tasks.c.created_at, s.tasks.c.id).limit(limit).offset(offset)
         return [_task(r) for r in self._c.execute(q)]
 
+    def policy_pins(self, project_id: str) -> dict[int, list[str]]:
+        """Policy version → ids of the project's tasks whose contract pins it (the dashboard)."""
+        pins: dict[int, list[str]] = {}
+        q = select(s.tasks.c.id, s.tasks.c.contract).where(s.tasks.c.project_id == project_id)
+        for row in self._c.execute(q.order_by(s.tasks.c.created_at, s.tasks.c.id)):
+            pins.setdefault(int(loads(row.contract)["policy_version"]), []).append(row.id)
+        return pins
+
     def count_tasks(self, project_id: str | None = None) -> int:
         q = select(func.count()).select_from(s.tasks)
         if project_id is not None:

@@ -11,6 +11,7 @@ from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
 from studiolo.faces.http.openapi import install_openapi
 from studiolo.faces.http.problems import install_handlers
 from studiolo.faces.http.routes import ROUTERS
+from studiolo.faces.web import install_web
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
@@ -27,6 +28,7 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     app.state.stream_slots = StreamSlots(settings.max_streams_per_principal)
     for router in ROUTERS:
         app.include_router(router)
+    install_web(app)  # the dashboard, under /ui
     install_handlers(app)
     install_openapi(app)
     # outermost last: metrics → requests in flight → the caller → the body's size → routes

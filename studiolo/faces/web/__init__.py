@@ -1,0 +1,27 @@
+"""The web face: a server-rendered dashboard over the one door, under /ui.
+
+`install_web(app)` mounts it on the HTTP face's FastAPI app: the pages, the forms, the
+static files, and `GET /` → `/ui/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from studiolo.faces.web import actions, pages
+from studiolo.faces.web.session import Sessions
+from studiolo.faces.web.templating import make_environment
+
+__all__ = ["install_web"]
+
+
+def install_web(app: FastAPI, sessions: Sessions | None = None) -> None:
+    app.state.web_sessions = sessions or Sessions()
+    app.state.web_templates = make_environment()
+    app.include_router(pages.router)
+    app.include_router(actions.router)
+    app.add_api_route("/", pages.home, methods=["GET"], include_in_schema=False)
+    static = Path(__file__).resolve().parent / "static"
+    app.mount("/ui/static", StaticFiles(directory=static), name="web-static")

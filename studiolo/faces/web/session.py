@@ -1,0 +1,137 @@
+"""Browser sessions: a bearer token exchanged for a random session id kept server-side, in an
+HTTP-only, SameSite=Strict cookie; a per-session CSRF token that every POST must echo.
+
+The token is re-authenticated through the door on every request, so revoking it (or the
+grants behind it) takes effect on the next page, exactly as for the API."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated
+from urllib.parse import parse_qs
+
+from fastapi import Depends, Request, Response
+
+from studiolo._exceptions import NotAuthorized, PayloadTooLarge, Unauthenticated
+from studiolo.core.model import Principal
+from studiolo.service import Coordinator
+
+__all__ = [
+    "CSRF_FIELD",
+    "SESSION_COOKIE",
+    "SIGNIN_COOKIE",
+    "Session",
+    "Sessions",
+    "WebCaller",
+    "WebSession",
+    "check_csrf",
+    "form_of",
+    "set_cookie",
+]
+
+SESSION_COOKIE = "studiolo_session"
+SIGNIN_COOKIE = "studiolo_signin"  # double-submit CSRF for the sign-in form (no session yet)
+CSRF_FIELD = "csrf"
+_MAX_FORM_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    token: str
+    csrf: str
+    expires: float
+
+
+class Sessions:
+    """Server-side sessions in memory: lost on restart (sign in again), bounded in number."""
+
+    def __init__(
+        self, max_age: float = 8 * 3600, limit: int = 10_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.max_age = max_age
+        self._limit = limit
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._by_id: OrderedDict[str, Session] = OrderedDict()
+
+    def open(self, token: str) -> Session:
+        s = Session(secrets.token_urlsafe(32), token, secrets.token_urlsafe(32), self._clock() + self.max_age)
+        with self._lock:
+            self._by_id[s.id] = s
+            while len(self._by_id) > self._limit:
+                self._by_id.popitem(last=False)
+        return s
+
+    def get(self, session_id: str | None) -> Session | None:
+        if not session_id:
+            return None
+        with self._lock:
+            s = self._by_id.get(session_id)
+            if s is not None and s.expires <= self._clock():
+                del self._by_id[session_id]
+                return None
+            return s
+
+    def close(self, session_id: str | None) -> None:
+        with self._lock:
+            self._by_id.pop(session_id or "", None)
+
+
+def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int) -> None:
+    """HTTP-only, SameSite=Strict, path /ui; Secure when the page is served over https."""
+    response.set_cookie(
+        name,
+        value,
+        max_age=max_age,
+        path="/ui",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+
+
+def _sessions(request: Request) -> Sessions:
+    sessions: Sessions = request.app.state.web_sessions
+    return sessions
+
+
+def _session(request: Request) -> Session:
+    session = _sessions(request).get(request.cookies.get(SESSION_COOKIE))
+    if session is None:
+        raise Unauthenticated("sign in first")
+    return session
+
+
+def _caller(request: Request, session: Annotated[Session, Depends(_session)]) -> Principal:
+    door: Coordinator = request.app.state.coordinator
+    try:
+        return door.authenticate(session.token)
+    except Unauthenticated:
+        _sessions(request).close(session.id)  # the token was revoked: end the session too
+        raise
+
+
+WebSession = Annotated[Session, Depends(_session)]
+WebCaller = Annotated[Principal, Depends(_caller)]
+
+
+async def form_of(request: Request) -> dict[str, str]:
+    """An urlencoded form's fields (the last value of each), read after the caller is known."""
+    body = await request.body()
+    if len(body) > _MAX_FORM_BYTES:
+        raise PayloadTooLarge("form too large")
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {k: v[-1] for k, v in fields.items()}
+
+
+def check_csrf(expected: str | None, form: dict[str, str]) -> None:
+    """Refuse (403) a form whose CSRF token is absent or not the expected one."""
+    given = form.get(CSRF_FIELD, "")
+    if not expected or not given or not secrets.compare_digest(expected, given):
+        raise NotAuthorized("missing or invalid CSRF token: reload the page and try again")

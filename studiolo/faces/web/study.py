@@ -1,0 +1,70 @@
+"""The Study page: the shipped results of the bounded study (model mode and engine mode),
+as a table and the coordinates of an SVG bar chart."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Bar", "StudyRow", "chart", "study_rows"]
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    mechanism: str
+    model: dict[str, int]  # safe_accept, unsafe_accept, safe_reject, eligible_reject, total
+    engine: dict[str, int] | None
+
+
+@dataclass(frozen=True)
+class Bar:
+    y: float
+    width: float
+    value: int
+    series: str  # model-unsafe, engine-unsafe, model-eligible, engine-eligible
+
+
+_STUDY_DIR = Path(__file__).resolve().parents[2] / "study"  # the shipped results, without importing the study
+_KEYS = ("safe_accept", "unsafe_accept", "safe_reject", "eligible_reject", "total")
+
+
+@cache
+def _load() -> tuple[dict[str, Any], dict[str, Any]]:
+    model = json.loads((_STUDY_DIR / "results.json").read_text(encoding="utf-8"))
+    engine = json.loads((_STUDY_DIR / "engine-results.json").read_text(encoding="utf-8"))
+    return model, engine
+
+
+def study_rows() -> tuple[list[StudyRow], dict[str, Any]]:
+    model, engine = _load()
+    by_engine = {m["mechanism"]: m for m in engine.get("mechanisms", [])}
+    rows = [
+        StudyRow(
+            m["mechanism"],
+            {k: int(m[k]) for k in _KEYS},
+            {k: int(by_engine[m["mechanism"]][k]) for k in _KEYS} if m["mechanism"] in by_engine else None,
+        )
+        for m in model["mechanisms"]
+    ]
+    meta = {"schedules": model["schedules"].get("expected_schedules"), "engine_ok": engine.get("ok")}
+    return rows, meta
+
+
+def chart(rows: list[StudyRow], width: float = 420.0, band: float = 44.0) -> list[tuple[StudyRow, list[Bar]]]:
+    """Four bars per mechanism; widths on one linear scale (the largest count fills `width`)."""
+    top = max([1, *(r.model["unsafe_accept"] for r in rows), *(r.model["eligible_reject"] for r in rows)])
+    top = max([top, *(r.engine["unsafe_accept"] for r in rows if r.engine)])
+    out = []
+    for i, r in enumerate(rows):
+        series = [
+            ("model-unsafe", r.model["unsafe_accept"]),
+            ("engine-unsafe", r.engine["unsafe_accept"] if r.engine else 0),
+            ("model-eligible", r.model["eligible_reject"]),
+            ("engine-eligible", r.engine["eligible_reject"] if r.engine else 0),
+        ]
+        bars = [Bar(i * band + 4 + j * 9, width * v / top, v, name) for j, (name, v) in enumerate(series)]
+        out.append((r, bars))
+    return out

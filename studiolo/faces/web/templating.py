@@ -1,0 +1,62 @@
+"""The Jinja2 environment (templates shipped in the package, autoescaped) and HTML responses
+with a strict Content-Security-Policy: scripts and styles only from /ui/static."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+__all__ = ["HEADERS", "make_environment", "render"]
+
+_HERE = Path(__file__).resolve().parent
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return ""
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(seconds: float) -> str:
+    s = int(abs(seconds))
+    text = f"{s // 3600}h {s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m {s % 60:02d}s"
+    return text if seconds >= 0 else f"{text} ago"
+
+
+def _short(value: str | None, n: int = 12) -> str:
+    if not value:
+        return ""
+    return value if len(value) <= n + 1 else value[:n] + "…"
+
+
+def make_environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(_HERE / "templates"),
+        autoescape=select_autoescape(default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["when"] = _when
+    env.filters["duration"] = _duration
+    env.filters["short"] = _short
+    return env
+
+
+def render(request: Request, name: str, status_code: int = 200, /, **context: Any) -> HTMLResponse:
+    env: Environment = request.app.state.web_templates
+    html = env.get_template(name).render(request=request, **context)
+    return HTMLResponse(html, status_code=status_code, headers=HEADERS)
