@@ -1,5 +1,8 @@
 """The `studiolo` command line: workers and admins over the HTTP API (`studiolo.client`),
-operators over the local ledger (init, serve, run, demo, audit).
+operators over the local ledger (init, serve, run, demo, audit, db, backup, study).
+
+Every command is registered by name in `COMMANDS` and imported only when it runs
+(`_lazy.LazyGroup`): `studiolo --help` and a worker command load no server code.
 
 Configuration: flags > environment (`STUDIOLO_URL`, `STUDIOLO_TOKEN`, `STUDIOLO_PROJECT`) >
 a TOML config file (`STUDIOLO_CONFIG`, default ~/.config/studiolo/config.toml), read only
@@ -8,19 +11,82 @@ through `studiolo.settings.ClientSettings`. Exit codes are documented in `_state
 
 from __future__ import annotations
 
-import importlib
 from typing import Annotated
 
 import typer
 
-from studiolo.faces.cli import admin, content, evidence, ledger, work
+from studiolo.faces.cli._lazy import Lazy
 from studiolo.faces.cli._state import CliState, RootGroup
 from studiolo.settings import ClientSettings
 
-__all__ = ["CliState", "app", "build_app", "main"]
+__all__ = ["COMMANDS", "CliState", "app", "build_app", "main"]
 
-# Commands owned elsewhere, each exposing `register(app)`; absent modules are skipped.
-_EXTERNAL = ("studiolo.faces.cli_study", "studiolo.verifier.cli", "studiolo.store.cli")
+_WORK, _CONTENT, _EVIDENCE = (
+    "studiolo.faces.cli.work",
+    "studiolo.faces.cli.content",
+    "studiolo.faces.cli.evidence",
+)
+_ADMIN, _LEDGER, _STORE = "studiolo.faces.cli.admin", "studiolo.faces.cli.ledger", "studiolo.store.cli"
+
+# Every command, in the order `--help` lists them: the module whose `register(app)` adds it
+# (imported only when the command runs) and its one-line help. To add a command, add it in
+# its module's `register` and a line here; tests/faces/test_cli_lazy.py checks both agree.
+COMMANDS: dict[str, Lazy] = {
+    "whoami": Lazy(_WORK, "Show the principal your token authenticates as."),
+    "orient": Lazy(_WORK, "What to read first: the policy, your grants, the open tasks, your attempts."),
+    "task": Lazy(_WORK, "Tasks: list, show, create, cancel, migrate, reassign."),
+    "claim": Lazy(_WORK, "Claim a task: start an attempt with a lease and a fence."),
+    "heartbeat": Lazy(_WORK, "Extend the lease of your live attempt."),
+    "release": Lazy(_WORK, "Give the task back: it becomes open again."),
+    "handoff": Lazy(_WORK, "Leave references to authority for a successor."),
+    "events": Lazy(_WORK, "The project's audit events; `--follow` streams them as they happen."),
+    "checkout": Lazy(
+        _CONTENT, "Write the current artifacts (under a prefix) into a directory, with a manifest."
+    ),
+    "submit": Lazy(_CONTENT, "Upload a directory's changed files as a candidate of your attempt."),
+    "artifact": Lazy(_CONTENT, "Artifacts: list, show, cat, put (a direct edit)."),
+    "observe": Lazy(_CONTENT, "Record an observation (a historical fact; it never implies it still holds)."),
+    "verifications": Lazy(
+        _EVIDENCE, "Your verification work: criteria of current candidates you are admitted to check."
+    ),
+    "receipts": Lazy(_EVIDENCE, "The receipts recorded for a candidate."),
+    "receipt": Lazy(_EVIDENCE, "Receipts: sign one with a verifier key."),
+    "complete": Lazy(
+        _EVIDENCE, "Ask for the task to be recorded as completed. Exit 1 with every failed predicate if not."
+    ),
+    "project": Lazy(_ADMIN, "Projects (service admins create them)."),
+    "principal": Lazy(_ADMIN, "Principals and their tokens."),
+    "grant": Lazy(_ADMIN, "Grants: actions over path scopes; revocable."),
+    "policy": Lazy(_ADMIN, "Policies: the project's versioned handbook."),
+    "checker": Lazy(_ADMIN, "Checkers and the verifiers admitted for them."),
+    "mcp": Lazy("studiolo.faces.cli.mcp", "Serve MCP on stdio (Claude Code, Codex, Cursor) as your token's principal."),
+    "verifier": Lazy(
+        "studiolo.verifier.cli",
+        "Be an admitted verifier: check candidates on their exact bytes and sign receipts.",
+    ),
+    "init": Lazy(_LEDGER, "Create the ledger and a service-admin token (printed once). Safe to re-run."),
+    "serve": Lazy(
+        _LEDGER, "Serve the HTTP API (initializes an empty ledger first, printing its admin token once)."
+    ),
+    "run": Lazy(
+        _LEDGER, "`make run`: init if needed, seed the demo project if absent, print URLs and tokens, serve."
+    ),
+    "demo": Lazy(
+        _LEDGER, "Play the scripted story in a temporary ledger: one acceptance and every rejection."
+    ),
+    "audit": Lazy(_LEDGER, "The hash-chained audit log."),
+    "db": Lazy(_STORE, "The ledger's schema (Alembic migrations shared by SQLite and PostgreSQL)."),
+    "backup": Lazy(_STORE, "Write every table, read on one consistent snapshot, to one portable file."),
+    "restore": Lazy(_STORE, "Replace the ledger with a backup and start a new authority incarnation."),
+    "study": Lazy(
+        "studiolo.faces.cli_study",
+        "Re-run the report's bounded interleaving study (model mode, or --engine).",
+    ),
+}
+
+
+class _Studiolo(RootGroup):
+    lazy = COMMANDS
 
 
 def _root(
@@ -37,20 +103,12 @@ def _root(
 def build_app() -> typer.Typer:
     cli = typer.Typer(
         name="studiolo",
-        cls=RootGroup,
+        cls=_Studiolo,
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
     )
     cli.callback()(_root)
-    for module in (ledger, work, content, evidence, admin):
-        module.register(cli)
-    for name in _EXTERNAL:
-        try:
-            external = importlib.import_module(name)
-        except ImportError:
-            continue
-        external.register(cli)
     return cli
 
 

@@ -12,19 +12,22 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 from typer import _click
-from typer.core import TyperGroup
 
 from studiolo._exceptions import StudioloError
-from studiolo.client import Client
+from studiolo.faces.cli._lazy import LazyGroup
 from studiolo.settings import ClientSettings
+
+if TYPE_CHECKING:  # imported where used, so that `studiolo --help` loads none of them
+    import httpx
+    from pydantic import BaseModel
+
+    from studiolo.client import Client
 
 __all__ = ["CliState", "JsonOpt", "RootGroup", "emit", "exit_code", "state", "table"]
 
@@ -38,6 +41,8 @@ class CliState:
     json: bool = False
 
     def client(self) -> Client:
+        from studiolo.client import Client
+
         s = self.settings
         return Client(s.url, s.token, project=s.project, transport=self.transport)
 
@@ -62,6 +67,8 @@ def exit_code(status: int) -> int:
 
 
 def _plain(value: Any) -> Any:
+    from pydantic import BaseModel
+
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, list | tuple):
@@ -76,6 +83,8 @@ def emit(st: CliState, value: Any, human: Callable[[Console], None] | None = Non
     if st.json:
         typer.echo(json.dumps(_plain(value), indent=2, sort_keys=True))
         return
+    from pydantic import BaseModel
+
     console = Console(soft_wrap=False)
     if human is not None:
         human(console)
@@ -110,7 +119,7 @@ def _cell(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-class RootGroup(TyperGroup):
+class RootGroup(LazyGroup):
     """Maps errors raised by any command to a message and an exit code, in one place."""
 
     def invoke(self, ctx: _click.Context) -> Any:
@@ -119,10 +128,18 @@ class RootGroup(TyperGroup):
         except StudioloError as exc:
             _report(ctx, exc.status, exc.to_dict())
             raise typer.Exit(exit_code(exc.status)) from exc
-        except httpx.HTTPError as exc:
+        except Exception as exc:
+            if not _is_transport_error(exc):
+                raise
             detail = f"cannot reach the service: {exc}"
             _report(ctx, 0, {"reason": "unreachable", "failed": ["unreachable"], "detail": detail})
             raise typer.Exit(4) from exc
+
+
+def _is_transport_error(exc: Exception) -> bool:
+    # Only a command that imported httpx can have raised one of its errors.
+    httpx = sys.modules.get("httpx")
+    return httpx is not None and isinstance(exc, httpx.HTTPError)
 
 
 def _report(ctx: _click.Context, status: int, problem: dict[str, Any]) -> None:

@@ -19,8 +19,9 @@ Generated from the commands' `--help` by `python -m studiolo.faces.cli.docs > do
 a test regenerates it and fails when it differs.
 
 Workers and admins talk to the HTTP API (`studiolo.client`); operators' commands (`init`,
-`serve`, `run`, `demo`, `audit verify`) open the local ledger (`--database-url`, else
-`STUDIOLO_DATABASE_URL`, else `sqlite:///studiolo.db` in the working directory).
+`serve`, `run`, `demo`, `audit verify`, `db`, `backup`, `restore`) open the local ledger
+(`--database-url`, else `STUDIOLO_DATABASE_URL`, else `sqlite:///studiolo.db` in the working
+directory).
 
 **Configuration**, strongest first: the flags `--url`, `--token`, `--project` (before the
 command), the environment (`STUDIOLO_URL`, `STUDIOLO_TOKEN`, `STUDIOLO_PROJECT`), then a
@@ -46,28 +47,33 @@ conventions, documented with them.
 
 
 def command_paths(app: typer.Typer) -> list[tuple[str, ...]]:
-    """Every leaf command, as the words that invoke it."""
-    root = get_command(app)
+    """Every leaf command, as the words that invoke it (lazy commands are loaded)."""
     out: list[tuple[str, ...]] = []
 
-    def walk(cmd: _click.Command, path: tuple[str, ...]) -> None:
-        if isinstance(cmd, TyperGroup):
-            for name in sorted(cmd.commands):
-                walk(cmd.commands[name], (*path, name))
-        else:
+    def walk(ctx: _click.Context, path: tuple[str, ...]) -> None:
+        cmd = ctx.command
+        if not isinstance(cmd, TyperGroup):
             out.append(path)
+            return
+        for name in sorted(cmd.list_commands(ctx)):
+            walk(_click.Context(_sub(ctx, name), info_name=name, parent=ctx), (*path, name))
 
-    walk(root, ())
+    walk(_click.Context(get_command(app), info_name="studiolo"), ())
     return out
 
 
+def _sub(ctx: _click.Context, name: str) -> _click.Command:
+    assert isinstance(ctx.command, TyperGroup)
+    cmd = ctx.command.get_command(ctx, name)
+    assert cmd is not None, name
+    return cmd
+
+
 def _section(app: typer.Typer, path: tuple[str, ...]) -> str:
-    cmd: _click.Command = get_command(app)
-    ctx = _click.Context(cmd, info_name="studiolo")
+    ctx = _click.Context(get_command(app), info_name="studiolo")
     for word in path:
-        assert isinstance(cmd, TyperGroup)
-        cmd = cmd.commands[word]
-        ctx = _click.Context(cmd, info_name=word, parent=ctx)
+        ctx = _click.Context(_sub(ctx, word), info_name=word, parent=ctx)
+    cmd = ctx.command
     usage = " ".join(["studiolo", *path, *cmd.collect_usage_pieces(ctx)])
     lines = [f"## `studiolo {' '.join(path)}`", "", (cmd.help or "").strip(), "", "```", usage, "```", ""]
     params = [p for p in cmd.get_params(ctx) if p.get_help_record(ctx) and "--help" not in p.opts]

@@ -1,0 +1,79 @@
+"""Commands registered by name and imported on first use, so that `studiolo --help` and a
+worker command load neither the server nor each other's dependencies.
+
+A `Lazy` entry names the module that defines a command (in its `register(app)`, the one
+convention every command module follows) and carries the command's one-line help, so the
+root's `--help` lists every command without importing any. A module that fails to import
+is an error when its command is used, never a silently missing command; a test loads them
+all and checks each help line against the command's own.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+import typer
+from typer import _click
+from typer.core import TyperCommand, TyperGroup
+
+__all__ = ["Lazy", "LazyGroup", "load"]
+
+_LISTING = "studiolo.listing"  # set in ctx.meta while the root formats its own --help
+
+
+@dataclass(frozen=True)
+class Lazy:
+    module: str  # adds the command in its `register(app: typer.Typer)`
+    help: str  # the line `studiolo --help` shows
+
+
+def registered(module: str) -> dict[str, _click.Command]:
+    """Every top-level command that `module.register` adds, by name."""
+    app = typer.Typer()
+    app.callback()(_group)  # a callback makes a group even of a single command
+    importlib.import_module(module).register(app)
+    group = typer.main.get_command(app)
+    assert isinstance(group, TyperGroup)
+    return dict(group.commands)
+
+
+def _group() -> None:
+    pass
+
+
+def load(name: str, entry: Lazy) -> _click.Command:
+    """Import `entry.module` and return its command `name`."""
+    command = registered(entry.module).get(name)
+    if command is None:
+        raise LookupError(f"{entry.module}.register adds no command {name!r}")
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """A Typer group whose `lazy` commands are imported when invoked (or asked for help)."""
+
+    lazy: ClassVar[Mapping[str, Lazy]] = {}
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        eager = super().list_commands(ctx)
+        return [*eager, *(name for name in self.lazy if name not in self.commands)]
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        entry = self.lazy.get(cmd_name)
+        if command is not None or entry is None:
+            return command
+        if ctx.meta.get(_LISTING):
+            return TyperCommand(name=cmd_name, help=entry.help)  # a stand-in, only to be listed
+        command = self.commands[cmd_name] = load(cmd_name, entry)
+        return command
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        ctx.meta[_LISTING] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            del ctx.meta[_LISTING]
