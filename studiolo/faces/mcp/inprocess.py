@@ -1,0 +1,118 @@
+"""`StudioloPort` over a `Coordinator` in this process: the caller is the principal of the
+bearer token (resolved by the face), never an argument."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from studiolo._exceptions import InvalidRequest
+from studiolo.core.model import Principal
+from studiolo.core.paths import normalize_prefix
+from studiolo.faces.http import render
+from studiolo.faces.http import schemas as s
+from studiolo.service import CandidateDraft, Coordinator, make_request
+
+__all__ = ["InProcessPort"]
+
+
+class InProcessPort:
+    def __init__(self, coordinator: Coordinator, caller: Principal, project_id: str | None = None) -> None:
+        self.door = coordinator
+        self.caller = caller
+        project = project_id or caller.project_id
+        if project is None:
+            raise InvalidRequest("a service admin token needs a project")
+        self.project_id = project
+
+    def orientation(self) -> s.OrientationOut:
+        return render.orientation(self.door.orient(self.caller, self.project_id))
+
+    def tasks(self, status: str | None, limit: int) -> list[s.TaskSummaryOut]:
+        views = self.door.list_task_views(self.caller, self.project_id, status, limit)
+        return [render.task_summary(v) for v in views]
+
+    def task(self, task_id: str) -> s.TaskViewOut:
+        return render.task_view(self.door.task_view(self.caller, task_id))
+
+    def claim(self, task_id: str, lease_seconds: float | None) -> s.AttemptOut:
+        return render.attempt(self.door.claim(self.caller, task_id, lease_seconds))
+
+    def heartbeat(self, attempt_id: str, lease_seconds: float | None) -> s.AttemptOut:
+        return render.attempt(self.door.heartbeat(self.caller, attempt_id, lease_seconds))
+
+    def release(self, attempt_id: str) -> s.AttemptOut:
+        return render.attempt(self.door.release(self.caller, attempt_id))
+
+    def attempt(self, attempt_id: str) -> s.AttemptOut:
+        return render.attempt(self.door.attempt(self.caller, attempt_id))
+
+    def artifacts(self, prefix: str) -> list[s.ArtifactOut]:
+        return [render.artifact(a) for a in self.door.list_artifacts(self.caller, self.project_id, prefix)]
+
+    def artifact(self, path: str, revision: int | None) -> s.ArtifactOut:
+        content = self.door.read_artifact(self.caller, self.project_id, path, revision)
+        return render.artifact(content.artifact)
+
+    def collection(self, prefix: str) -> s.CollectionOut:
+        revision = self.door.collection_revision(self.caller, self.project_id, prefix)
+        return s.CollectionOut(project_id=self.project_id, prefix=normalize_prefix(prefix), revision=revision)
+
+    def get_blob(self, digest: str) -> bytes:
+        return self.door.get_blob(self.caller, digest)
+
+    def put_blob(self, data: bytes) -> str:
+        return self.door.put_blob(self.caller, data)
+
+    def submit_candidate(
+        self,
+        attempt_id: str,
+        files: Mapping[str, str | None],
+        bases: Mapping[str, int],
+        file_deps: Mapping[str, int],
+        collection_deps: Mapping[str, int],
+    ) -> s.CandidateOut:
+        draft = CandidateDraft(files, bases, file_deps, collection_deps)
+        return render.candidate(self.door.submit_candidate(self.caller, attempt_id, draft))
+
+    def candidate(self, candidate_id: str) -> s.CandidateOut:
+        return render.candidate(self.door.candidate(self.caller, candidate_id))
+
+    def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
+        return [render.receipt(r) for r in self.door.receipts(self.caller, candidate_id)]
+
+    def complete(
+        self,
+        task_id: str,
+        *,
+        request_id: str,
+        attempt_id: str,
+        fence: int,
+        contract_hash: str,
+        candidate_id: str,
+        evidence: Sequence[str],
+    ) -> tuple[s.CompletionOut, bool]:
+        request = make_request(
+            request_id=request_id,
+            task_id=task_id,
+            attempt_id=attempt_id,
+            fence=fence,
+            contract_hash=contract_hash,
+            candidate_id=candidate_id,
+            evidence=evidence,
+        )
+        outcome = self.door.complete(self.caller, request)
+        return render.completion(outcome.completion), outcome.replay
+
+    def handoff(
+        self, attempt_id: str, artifacts: Mapping[str, int], obligations: Sequence[str], notes: str
+    ) -> s.HandoffOut:
+        h = self.door.handoff(
+            self.caller, attempt_id, artifacts=artifacts, obligations=obligations, notes=notes
+        )
+        return render.handoff(h)
+
+    def handoff_view(self, task_id: str) -> s.HandoffViewOut:
+        return render.handoff_view(self.door.handoff_view(self.caller, task_id))
+
+    def events(self, after: int, limit: int) -> list[s.EventOut]:
+        return [render.event(e) for e in self.door.events(self.caller, self.project_id, after, limit)]

@@ -1,0 +1,99 @@
+"""The MCP face over streamable HTTP, mounted at `/mcp` in the service's FastAPI app.
+
+Authentication is the SDK's (`TokenVerifier` + `AuthSettings`) over our bearer tokens: the
+verifier asks the door who a token is, a request without a valid token gets 401, and each
+tool runs as that principal through `InProcessPort`. Stateless JSON responses: every POST
+stands alone (any replica can answer it), and the parent app's lifespan runs the SDK's
+session manager. DNS-rebinding host checks are off: a browser page cannot attach a token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio.to_thread
+from fastapi import FastAPI
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl, Field
+from starlette.routing import Route
+
+from studiolo._exceptions import Unauthenticated
+from studiolo.core.model import Principal
+from studiolo.faces.mcp.inprocess import InProcessPort
+from studiolo.faces.mcp.port import StudioloPort
+from studiolo.faces.mcp.server import build_server
+from studiolo.service import Coordinator
+from studiolo.settings import Settings
+
+__all__ = ["MCP_PATH", "DoorTokenVerifier", "mount_mcp"]
+
+MCP_PATH = "/mcp"
+
+
+class PrincipalToken(AccessToken):
+    """An access token that remembers the principal the door authenticated (not serialized)."""
+
+    principal: Any = Field(default=None, exclude=True)
+
+
+class DoorTokenVerifier:
+    """The SDK's `TokenVerifier` over `Coordinator.authenticate` (unknown or revoked: None)."""
+
+    def __init__(self, door: Coordinator) -> None:
+        self.door = door
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            principal = await anyio.to_thread.run_sync(self.door.authenticate, token)
+        except Unauthenticated:
+            return None
+        return PrincipalToken(
+            token=token, client_id=principal.id, subject=principal.id, scopes=[], principal=principal
+        )
+
+
+def mount_mcp(app: FastAPI, door: Coordinator, settings: Settings) -> None:
+    """Serve the MCP tools at `/mcp`, and run the SDK's session manager in `app`'s lifespan."""
+    server = build_server(
+        lambda ctx: _port(door, ctx),
+        token_verifier=DoorTokenVerifier(door),
+        auth=AuthSettings(
+            issuer_url=AnyHttpUrl(settings.public_url or "http://127.0.0.1"), resource_server_url=None
+        ),
+    )
+    asgi = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        max_request_body_size=settings.max_request_bytes,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    app.router.routes.append(Route(MCP_PATH, endpoint=asgi, include_in_schema=False))
+    app.router.lifespan_context = _with(server.session_manager.run, app.router.lifespan_context)
+
+
+def _port(door: Coordinator, ctx: Context) -> StudioloPort:
+    request = ctx.request_context.request
+    user = request.scope.get("user") if request is not None else None
+    token = user.access_token if isinstance(user, AuthenticatedUser) else None
+    if not isinstance(token, PrincipalToken) or not isinstance(token.principal, Principal):
+        raise Unauthenticated("a bearer token is required")
+    return InProcessPort(door, token.principal)
+
+
+def _with(
+    inner: Callable[[], AbstractAsyncContextManager[None]],
+    parent: Callable[[Any], AbstractAsyncContextManager[Any]],
+) -> Callable[[Any], AbstractAsyncContextManager[Any]]:
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        async with inner(), parent(app) as state:
+            yield state
+
+    return lifespan

@@ -1,0 +1,94 @@
+"""The one place the MCP face maps the error tree: a `StudioloError` becomes a tool result
+with `isError: true` whose structured content is a `Refusal` (reason, every failed
+predicate in order, one recovery hint per reason). Protocol errors stay protocol errors.
+
+`HINTS` is docs/reasons.md's "Recover" advice in one line per code (a test keeps the two in
+step: every documented code has a hint here, and no hint names an undocumented code).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from studiolo._exceptions import StudioloError
+
+__all__ = ["HINTS", "Hint", "Refusal", "answer", "refusal", "structured"]
+
+HINTS: dict[str, str] = {
+    # the completion predicates, in evaluation order
+    "task_not_found": "Check the task id (orient lists the open tasks); ask an admin for a read grant.",
+    "task_not_active": "The task is completed or cancelled: read it with get_task, or pick other work.",
+    "caller_not_attempt_owner": "Use your own attempt; claim_task if the task is free.",
+    "attempt_superseded": "Your attempt is obsolete: read_handoff, claim again if open, rebase, resubmit.",
+    "lease_expired": "Claim again (a new attempt and fence), resubmit, and heartbeat more often.",
+    "candidate_not_bound": "Submit the candidate from the attempt that completes.",
+    "scope_violation": "Drop the files outside the contract's scope (get_task shows it), or ask an admin.",
+    "not_authorized": "A change of authority: ask an admin for the grant; retrying is not recovery.",
+    "contract_mismatch": "Read the task's current contract (get_task), re-verify under it, resubmit.",
+    "dependency_stale": "A file you read moved: checkout again, rebase, submit a new candidate, re-verify.",
+    "target_base_stale": "Someone else wrote a target: merge with the current content, resubmit, re-verify.",
+    "evidence_untrusted": "Cite receipts from an admitted verifier (get_receipts).",
+    "evidence_not_bound": "Have this exact candidate verified, then cite its receipts.",
+    "evidence_missing": "Wait for the verifier (get_receipts) and cite its receipt for every criterion.",
+    "evidence_failed": "A check failed: fix the work, submit a new candidate, have it verified.",
+    # other reasons
+    "request_id_conflict": "Use a fresh request id for a new completion request.",
+    "invalid_request": "Fix the request; the detail says what is wrong.",
+    "invalid_path": "Use a relative path without '..', NUL or control characters.",
+    "payload_too_large": "Send fewer or smaller files.",
+    "unauthenticated": "The token is missing, unknown or revoked: ask an admin for a new one.",
+    "not_found": "Check the id; it does not exist or is not visible to you.",
+    "revision_conflict": "Read the current revision, merge, retry.",
+    "task_already_claimed": "The task has a live attempt: pick other work or wait for its lease to expire.",
+    "attempt_not_active": "Your attempt is no longer live: claim_task again.",
+    "blob_missing": "Upload the bytes first (submit_candidate uploads inline files for you).",
+    "unknown_checker": "Name a checker `name@version` that the project admits.",
+    "signature_invalid": "Sign the receipt with the verifier's registered key.",
+    "verifier_not_admitted": "Only an admitted verifier may post receipts for that checker.",
+    "conflict": "The name is taken: choose another.",
+    "method_not_allowed": "Use one of the HTTP methods the Allow header lists.",
+    "internal_error": "A bug on the server; retry once, then report it (an accepted result is not lost).",
+    "completion_rejected": "Read `failed`: each entry names a predicate and its own hint.",
+    "untrusted_response": "The server sent bytes or a path that must not be acted on: do not trust it.",
+}
+_UNKNOWN = "See docs/reasons.md for this reason code."
+
+
+class Hint(BaseModel):
+    reason: str
+    hint: str
+
+
+class Refusal(BaseModel):
+    """A refusal: `reason` is the first of `failed` (every failed predicate, in order)."""
+
+    reason: str
+    failed: list[str]
+    hints: list[Hint] = Field(description="one recovery hint per failed reason, in order")
+    detail: str
+
+
+def refusal(exc: StudioloError) -> CallToolResult:
+    hints = [Hint(reason=r, hint=HINTS.get(r, _UNKNOWN)) for r in exc.failed]
+    body = Refusal(reason=exc.reason, failed=list(exc.failed), hints=hints, detail=exc.detail)
+    lines = [f"refused: {exc.reason} ({exc.detail})", *(f"- {h.reason}: {h.hint}" for h in hints)]
+    text = TextContent(type="text", text="\n".join(lines))
+    return CallToolResult(content=[text], structured_content=body.model_dump(mode="json"), is_error=True)
+
+
+def structured(model: BaseModel) -> CallToolResult:
+    """A successful tool result: the model as structured content, and as JSON text."""
+    data = model.model_dump(mode="json")
+    text = TextContent(type="text", text=model.model_dump_json())
+    return CallToolResult(content=[text], structured_content=data)
+
+
+def answer(work: Callable[[], BaseModel]) -> CallToolResult:
+    """Run one tool's work: its model, or a refusal for any `StudioloError`."""
+    try:
+        return structured(work())
+    except StudioloError as exc:
+        return refusal(exc)

@@ -1,0 +1,112 @@
+"""`StudioloPort` over the HTTP API, through `studiolo.client.Client` (the stdio server on an
+agent's machine). The caller is whoever `STUDIOLO_TOKEN` authenticates as."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from studiolo.client import Client
+from studiolo.faces.http import schemas as s
+
+__all__ = ["RemotePort"]
+
+
+class RemotePort:
+    def __init__(self, client: Client, project_id: str | None = None) -> None:
+        self.client = client
+        self._project = project_id
+
+    @property
+    def project_id(self) -> str:
+        """The named project, else the token's own (one request to `/v1/me`, remembered)."""
+        if self._project is None:
+            self._project = self.client.project_id()
+        return self._project
+
+    def orientation(self) -> s.OrientationOut:
+        return self.client.orientation(self.project_id)
+
+    def tasks(self, status: str | None, limit: int) -> list[s.TaskSummaryOut]:
+        return self.client.tasks(status, limit, project=self.project_id)
+
+    def task(self, task_id: str) -> s.TaskViewOut:
+        return self.client.task(task_id)
+
+    def claim(self, task_id: str, lease_seconds: float | None) -> s.AttemptOut:
+        return self.client.claim(task_id, lease_seconds)
+
+    def heartbeat(self, attempt_id: str, lease_seconds: float | None) -> s.AttemptOut:
+        return self.client.heartbeat(attempt_id, lease_seconds)
+
+    def release(self, attempt_id: str) -> s.AttemptOut:
+        return self.client.release(attempt_id)
+
+    def attempt(self, attempt_id: str) -> s.AttemptOut:
+        return self.client.attempt(attempt_id)
+
+    def artifacts(self, prefix: str) -> list[s.ArtifactOut]:
+        return self.client.artifacts(prefix, project=self.project_id)
+
+    def artifact(self, path: str, revision: int | None) -> s.ArtifactOut:
+        return self.client.artifact(path, revision, project=self.project_id)
+
+    def collection(self, prefix: str) -> s.CollectionOut:
+        return self.client.collection(prefix, project=self.project_id)
+
+    def get_blob(self, digest: str) -> bytes:
+        return self.client.get_blob(digest)
+
+    def put_blob(self, data: bytes) -> str:
+        return self.client.put_blob(data).digest
+
+    def submit_candidate(
+        self,
+        attempt_id: str,
+        files: Mapping[str, str | None],
+        bases: Mapping[str, int],
+        file_deps: Mapping[str, int],
+        collection_deps: Mapping[str, int],
+    ) -> s.CandidateOut:
+        return self.client.submit_candidate(attempt_id, files, bases, file_deps, collection_deps)
+
+    def candidate(self, candidate_id: str) -> s.CandidateOut:
+        return self.client.candidate(candidate_id)
+
+    def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
+        return self.client.receipts(candidate_id)
+
+    def complete(
+        self,
+        task_id: str,
+        *,
+        request_id: str,
+        attempt_id: str,
+        fence: int,
+        contract_hash: str,
+        candidate_id: str,
+        evidence: Sequence[str],
+    ) -> tuple[s.CompletionOut, bool]:
+        done = self.client.complete(
+            task_id,
+            request_id=request_id,
+            attempt_id=attempt_id,
+            fence=fence,
+            contract_hash=contract_hash,
+            candidate_id=candidate_id,
+            evidence=evidence,
+        )
+        return done.completion, done.replay
+
+    def handoff(
+        self, attempt_id: str, artifacts: Mapping[str, int], obligations: Sequence[str], notes: str
+    ) -> s.HandoffOut:
+        return self.client.handoff(attempt_id, artifacts=artifacts, obligations=obligations, notes=notes)
+
+    def handoff_view(self, task_id: str) -> s.HandoffViewOut:
+        return self.client.handoff_view(task_id)
+
+    def events(self, after: int, limit: int) -> list[s.EventOut]:
+        return self.client.events(after, limit, project=self.project_id)
+
+    def close(self) -> None:
+        self.client.close()

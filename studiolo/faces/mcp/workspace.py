@@ -1,0 +1,132 @@
+"""The agent's working directory, for the stdio server only: `checkout` writes artifacts and
+a manifest of the revisions read; `submit_workspace` diffs the directory against it.
+
+Confinement: every path is written strictly inside the working directory (no `..`,
+absolute paths, `.git` segments, or symlinks, through `studiolo.client.write_confined`),
+every blob is checked against its digest, and a symlink found in the directory is never
+read. The manifest has the format `studiolo checkout` writes (`.studiolo-checkout.json`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from studiolo._exceptions import InvalidPath, InvalidRequest
+from studiolo.client import UntrustedResponse, is_git_segment, write_confined
+from studiolo.core.canonical import digest_bytes
+from studiolo.core.paths import normalize_path
+from studiolo.faces.mcp.models import Checkout, WorkspaceCandidate
+from studiolo.faces.mcp.port import StudioloPort
+
+__all__ = ["MANIFEST", "Workspace"]
+
+MANIFEST = ".studiolo-checkout.json"
+_SKIP_DIRS = frozenset({".studiolo", "__pycache__"})
+
+
+class Workspace:
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+
+    def checkout(self, port: StudioloPort, directory: str, prefix: str) -> Checkout:
+        rel = self._directory(directory)
+        collection = port.collection(prefix)  # before the files: a later edit makes it stale, not wrong
+        files: dict[str, dict[str, Any]] = {}
+        for art in port.artifacts(prefix):
+            if art.digest is None:
+                continue
+            data = port.get_blob(art.digest)
+            if digest_bytes(data) != art.digest:
+                raise UntrustedResponse(f"the bytes of {art.path} do not match {art.digest}")
+            write_confined(self.root, _join(rel, art.path), data)
+            files[art.path] = {"revision": art.revision, "digest": art.digest}
+        manifest = {
+            "project_id": collection.project_id,
+            "prefix": collection.prefix,
+            "collection_revision": collection.revision,
+            "files": files,
+        }
+        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+        write_confined(self.root, _join(rel, MANIFEST), text.encode())
+        return Checkout(
+            directory=rel or ".",
+            manifest=_join(rel, MANIFEST),
+            prefix=collection.prefix,
+            collection_revision=collection.revision,
+            files={p: f["revision"] for p, f in files.items()},
+        )
+
+    def submit(
+        self, port: StudioloPort, attempt_id: str, directory: str, declare_collection: bool
+    ) -> WorkspaceCandidate:
+        rel = self._directory(directory)
+        base = self.root / rel if rel else self.root
+        if base.resolve() != base:
+            raise InvalidPath(f"{rel} leads through a symlink; not reading it")
+        manifest = _read_manifest(base)
+        known: dict[str, Any] = manifest.get("files", {})
+        local = _local_files(base)
+        files: dict[str, str | None] = {}
+        bases: dict[str, int] = {}
+        for path, data in local.items():
+            if path in known and known[path]["digest"] == digest_bytes(data):
+                continue
+            files[path] = port.put_blob(data)
+            bases[path] = known[path]["revision"] if path in known else 0
+        for path, entry in known.items():
+            if path not in local:
+                files[path], bases[path] = None, entry["revision"]
+        if not files:
+            raise InvalidRequest(f"nothing changed in {rel or '.'} since the checkout")
+        deps = {p: e["revision"] for p, e in known.items() if p not in files}
+        collections = {manifest["prefix"]: manifest["collection_revision"]} if declare_collection else {}
+        cand = port.submit_candidate(attempt_id, files, bases, deps, collections)
+        uploaded = sorted(p for p, d in files.items() if d is not None)
+        return WorkspaceCandidate(
+            candidate=cand, uploaded=uploaded, deleted=sorted(set(files) - set(uploaded))
+        )
+
+    def _directory(self, directory: str) -> str:
+        """A directory named by the model: relative, normal, inside the root, no `.git`."""
+        if directory in ("", "."):
+            return ""
+        if "\\" in directory or directory.startswith("/"):
+            raise InvalidPath(f"use a relative directory inside {self.root}: {directory[:200]!r}")
+        norm = normalize_path(directory)
+        if any(is_git_segment(seg) for seg in norm.split("/")):
+            raise InvalidPath(f"refusing a .git directory: {directory[:200]!r}")
+        return norm
+
+
+def _join(rel: str, path: str) -> str:
+    return f"{rel}/{path}" if rel else path
+
+
+def _read_manifest(base: Path) -> dict[str, Any]:
+    path = base / MANIFEST
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError as exc:
+        raise InvalidRequest(f"no checkout in {base}: run checkout first") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidRequest(f"{path} is not a regular file")
+    data: dict[str, Any] = json.loads(path.read_bytes())
+    return data
+
+
+def _local_files(base: Path) -> dict[str, bytes]:
+    """Regular files under `base` by relative path; symlinks, `.git` and the manifest skipped."""
+    out: dict[str, bytes] = {}
+    for top, dirs, names in os.walk(base, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not is_git_segment(d))
+        for name in sorted(names):
+            full = Path(top, name)
+            rel = full.relative_to(base).as_posix()
+            if rel == MANIFEST or not stat.S_ISREG(os.lstat(full).st_mode):
+                continue
+            out[rel] = full.read_bytes()
+    return out
