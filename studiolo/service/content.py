@@ -303,9 +303,13 @@ class ContentOps(Base):
         if digest is not None and not is_digest(digest):
             raise InvalidRequest("malformed digest")
 
+        if revision is None and digest is None:
+            raise InvalidRequest("an observation names the revision or the digest it observed")
+
         def run(tx: Tx) -> Observation:
             self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.OBSERVE)
+            self.require(tx, caller, project_id, Action.OBSERVE, norm)
+            _require_observable(tx, project_id, norm, revision, digest)
             obs = Observation(
                 self.ids.new("obs"), project_id, norm, revision, digest, kind, tx.now, caller.id
             )
@@ -331,6 +335,20 @@ class ContentOps(Base):
 
         def run(tx: Tx) -> list[Observation]:
             self.require_project(tx, caller, project_id)
-            return tx.content.observations(project_id, norm)
+            found = tx.content.observations(project_id, norm)
+            return [o for o in found if self.can(tx, caller, project_id, Action.READ, o.target)]
 
         return self.store.read(run)
+
+
+def _require_observable(tx: Tx, project_id: str, path: str, revision: int | None, digest: str | None) -> None:
+    """An observation names a revision (or the digest of one) that exists now, never a future one."""
+    history = tx.content.history(project_id, path)
+    named = [
+        h
+        for h in history
+        if (revision is None or h["revision"] == revision) and (digest is None or h["digest"] == digest)
+    ]
+    if not named:
+        what = f"revision {revision}" if revision is not None else f"content {digest}"
+        raise InvalidRequest(f"{path} has no {what} to observe")

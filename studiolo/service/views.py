@@ -167,8 +167,17 @@ class ViewOps(Base):
         if completion is None or not completion.revisions:
             return False
         for path, rev in completion.revisions.items():
+            digest = next(
+                (h["digest"] for h in tx.content.history(task.project_id, path) if h["revision"] == rev), None
+            )
             obs = tx.content.observations(task.project_id, path)
-            if not any(o.kind == "deployed" and o.revision == rev for o in obs):
+            # made at or after the commit, of the accepted revision (or of its bytes)
+            if not any(
+                o.kind == "deployed"
+                and o.observed_at >= completion.created_at
+                and (o.revision == rev or (o.revision is None and digest is not None and o.digest == digest))
+                for o in obs
+            ):
                 return False
         return True
 
