@@ -1,4 +1,9 @@
-"""Ed25519 keys: the service key that signs completion receipts, and signature checks."""
+"""Ed25519 keys: the service key that signs completion receipts, and signature checks.
+
+The service key lives in the ledger (`meta.service_key`). `studiolo keys rotate` replaces it;
+the public halves of replaced keys stay in `meta.service_keys_retired` and in the JWKS, so a
+receipt is verified with the key its `kid` names, however old.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +21,10 @@ __all__ = [
     "ServiceKey",
     "b64u",
     "b64u_decode",
+    "key_id",
     "new_private_key",
     "parse_public_key",
+    "public_jwk",
     "public_key_text",
     "sign",
     "verify",
@@ -67,13 +74,23 @@ def parse_public_key(text: str) -> str:
     return text
 
 
+def key_id(public: str) -> str:
+    """The `kid` of an Ed25519 public key (base64url): 16 hex digits of its SHA-256."""
+    return digest_bytes(public.encode())[7:23]
+
+
+def public_jwk(public: str) -> dict[str, str]:
+    """The JWK (RFC 8037) of an Ed25519 public key, with its `kid`."""
+    return {"kty": "OKP", "crv": "Ed25519", "x": public, "kid": key_id(public), "use": "sig", "alg": "EdDSA"}
+
+
 class ServiceKey:
     """The authority's signing key, stored with the ledger."""
 
     def __init__(self, private: Ed25519PrivateKey) -> None:
         self._private = private
         self.public = public_key_text(private)
-        self.kid = digest_bytes(self.public.encode())[7:23]
+        self.kid = key_id(self.public)
 
     @classmethod
     def from_text(cls, text: str) -> ServiceKey:
@@ -92,12 +109,9 @@ class ServiceKey:
     def sign(self, body: Any) -> str:
         return sign(self._private, body)
 
+    def sign_bytes(self, data: bytes) -> bytes:
+        """A raw Ed25519 signature (JWS signing input: A2A card and manifest signatures)."""
+        return self._private.sign(data)
+
     def jwk(self) -> dict[str, str]:
-        return {
-            "kty": "OKP",
-            "crv": "Ed25519",
-            "x": self.public,
-            "kid": self.kid,
-            "use": "sig",
-            "alg": "EdDSA",
-        }
+        return public_jwk(self.public)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -62,7 +64,8 @@ class Base:
         self.clock = clock
         self.ids: IdSource = ids or RandomIds()
         self.disabled_checks = disabled_checks  # only the study's ablations set this
-        self._service_key: ServiceKey | None = None
+        self._service_key: tuple[str, ServiceKey] | None = None  # (meta text, parsed)
+        self._key_in_tx = threading.local()  # (weakref to the tx, its key): one read per tx
 
     # authorization ---------------------------------------------------------
     @staticmethod
@@ -121,9 +124,16 @@ class Base:
 
     # keys ------------------------------------------------------------------
     def service_key(self, tx: Tx) -> ServiceKey:
-        if self._service_key is None:
-            text = tx.meta.get("service_key")
-            if text is None:
-                raise NotFound("the ledger is not initialized: run `studiolo init`")
-            self._service_key = ServiceKey.from_text(text)
-        return self._service_key
+        """The signing key as of this transaction: read once per transaction (so a rotation
+        made by another process applies to the next one), parsed only when it changes."""
+        memo: tuple[weakref.ref[Tx], ServiceKey] | None = getattr(self._key_in_tx, "memo", None)
+        if memo is not None and memo[0]() is tx:
+            return memo[1]
+        text = tx.meta.get("service_key")
+        if text is None:
+            raise NotFound("the ledger is not initialized: run `studiolo init`")
+        cached = self._service_key
+        if cached is None or cached[0] != text:
+            cached = self._service_key = (text, ServiceKey.from_text(text))
+        self._key_in_tx.memo = (weakref.ref(tx), cached[1])
+        return cached[1]

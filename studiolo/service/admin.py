@@ -3,6 +3,7 @@ checkers. Every change is one audited transaction."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,14 +21,23 @@ from studiolo.core.model import (
     Project,
 )
 from studiolo.core.paths import normalize_path
-from studiolo.keys import ServiceKey, parse_public_key
+from studiolo.keys import ServiceKey, parse_public_key, public_jwk
 from studiolo.service._base import Base, check_id, hash_token
 from studiolo.store import Tx
 
-__all__ = ["AdminOps", "Issued"]
+__all__ = ["AdminOps", "Issued", "KeyRotation"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,49}$")
+
+
+@dataclass(frozen=True)
+class KeyRotation:
+    """The service key was replaced: receipts are now signed under `kid`."""
+
+    previous_kid: str
+    kid: str
+    event_seq: int
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,12 @@ class Issued:
 
     principal: Principal
     token: str
+
+
+def _retired_keys(tx: Tx) -> list[dict[str, Any]]:
+    """Public halves of replaced service keys, oldest first (`meta.service_keys_retired`)."""
+    text = tx.meta.get("service_keys_retired")
+    return list(json.loads(text)) if text else []
 
 
 def _name(value: object, what: str = "name") -> str:
@@ -82,8 +98,30 @@ class AdminOps(Base):
         return found
 
     def jwks(self) -> dict[str, Any]:
-        key = self.store.read(self.service_key)
-        return {"keys": [key.jwk()]}
+        """The signing key first, then every retired key (newest first), each by `kid`."""
+
+        def run(tx: Tx) -> dict[str, Any]:
+            current = self.service_key(tx)
+            retired = [r["x"] for r in reversed(_retired_keys(tx)) if r["x"] != current.public]
+            return {"keys": [current.jwk(), *(public_jwk(x) for x in retired)]}
+
+        return self.store.read(run)
+
+    def rotate_service_key(self) -> KeyRotation:
+        """An operator action on the ledger: sign from now on with a new key, and keep the
+        old public key published so that the receipts it signed stay verifiable."""
+
+        def run(tx: Tx) -> KeyRotation:
+            old, new = self.service_key(tx), ServiceKey.generate()
+            retired = [*_retired_keys(tx), {"x": old.public, "kid": old.kid, "retired_at": tx.now}]
+            tx.meta.set("service_keys_retired", json.dumps(retired, sort_keys=True))
+            tx.meta.set("service_key", new.to_text())
+            seq = self.audit(
+                tx, None, "service_key.rotated", None, new.kid, previous_kid=old.kid, kid=new.kid
+            )
+            return KeyRotation(old.kid, new.kid, seq)
+
+        return self.store.write(run)
 
     # projects and principals -----------------------------------------------
     def projects(self, caller: Principal) -> list[Project]:

@@ -78,6 +78,7 @@ COMMANDS: dict[str, Lazy] = {
     "db": Lazy(_STORE, "The ledger's schema (Alembic migrations shared by SQLite and PostgreSQL)."),
     "backup": Lazy(_STORE, "Write every table, read on one consistent snapshot, to one portable file."),
     "restore": Lazy(_STORE, "Replace the ledger with a backup and start a new authority incarnation."),
+    "keys": Lazy("studiolo.faces.cli.keys", "The service key that signs completion receipts."),
     "study": Lazy(
         "studiolo.faces.cli_study",
         "Re-run the report's bounded interleaving study (model mode, or --engine).",
