@@ -19,7 +19,7 @@ from rich.table import Table
 from studiolo._exceptions import CompletionRejected, Conflict
 from studiolo.clock import ManualClock
 from studiolo.core.model import Attempt, Candidate, Principal, Task
-from studiolo.keys import ServiceKey, public_key_text, sign
+from studiolo.keys import public_key_text, sign
 from studiolo.service import CandidateDraft, Coordinator, Issued, make_request
 from studiolo.settings import Settings
 from studiolo.store import Store
@@ -354,8 +354,3 @@ def _summary(console: Console, results: list[SceneResult], audit_ok: bool) -> No
         table.add_row(r.title, r.expected, r.got, "[green]✓[/]" if r.ok else "[red]✗[/]")
     console.print(table)
     console.print(f"audit chain verifies: {'[green]yes[/]' if audit_ok else '[red]no[/]'}")
-
-
-def verifier_key_text(key: Ed25519PrivateKey) -> str:
-    """The demo verifier's private key as base64url text (what `receipt sign --key-file` reads)."""
-    return ServiceKey(key).to_text()

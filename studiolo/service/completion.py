@@ -20,7 +20,6 @@ from studiolo.core.model import (
     TaskStatus,
 )
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
-from studiolo.core.reasons import Reason
 from studiolo.service._base import Base, check_id
 from studiolo.service._trust import receipt_facts
 from studiolo.store import Tx
@@ -220,7 +219,3 @@ class CompletionOps(Base):
         )
         assert seq == commit_version
         return completion
-
-
-def rejection_reasons(exc: CompletionRejected) -> list[Reason]:
-    return [Reason(r) for r in exc.failed]

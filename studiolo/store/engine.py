@@ -153,10 +153,6 @@ class Store:
             migrations.upgrade(conn, revision)
             return migrations.current(conn) or ""
 
-    def create_schema(self) -> None:
-        """Kept for callers of the first cut: the schema comes from the migrations."""
-        self.upgrade()
-
     def schema_revision(self) -> str | None:
         with self.engine.connect() as conn:
             return migrations.current(conn)

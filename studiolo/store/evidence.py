@@ -69,22 +69,6 @@ class EvidenceRepo:
         rows = self._c.execute(_FOR_BYTES, {"a": attempt_id, "d": digest, "dd": dependency_digest})
         return [_receipt(r) for r in rows]
 
-    def receipts_by_content(
-        self, project_id: str, candidate_digest: str, dependency_digest: str
-    ) -> list[Receipt]:
-        """Receipts of any candidate with these exact bytes and dependencies (reuse)."""
-        rows = self._c.execute(
-            select(s.receipts)
-            .where(s.receipts.c.project_id == project_id, s.receipts.c.reused_from.is_(None))
-            .order_by(s.receipts.c.created_at)
-        )
-        found = [_receipt(r) for r in rows]
-        return [
-            r
-            for r in found
-            if r.candidate_digest == candidate_digest and r.dependency_digest == dependency_digest
-        ]
-
 
 def _receipt(row: Row[Any]) -> Receipt:
     b = loads(row.body)
