@@ -51,6 +51,7 @@ class Action(StrEnum):
     VERIFY = "verify"
     OBSERVE = "observe"
     ADMIN = "admin"
+    DELEGATE = "delegate"  # hand the project work over A2A (docs/a2a.md)
 
 
 class TaskStatus(StrEnum):

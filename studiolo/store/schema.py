@@ -267,3 +267,30 @@ events = Table(
     Index("ix_events_project", "project_id", "seq"),
     Index("ix_events_subject", "subject", "seq"),
 )
+
+# The A2A face (docs/a2a.md): intake templates an admin defines, and delegated tasks.
+a2a_intakes = Table(
+    "a2a_intakes",
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("name", String(100), primary_key=True),
+    Column("description", Text, nullable=False),
+    Column("contract", Text, nullable=False),  # JSON: criteria, scope, policy_version
+    Column("created_at", Float, nullable=False),
+)
+
+a2a_tasks = Table(
+    "a2a_tasks",
+    metadata,
+    Column("id", String(100), primary_key=True),  # the A2A task id
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("requester_id", String(ID), ForeignKey("principals.id"), nullable=False),
+    Column("context_id", String(100), nullable=False),
+    Column("intake", String(100), nullable=False),
+    Column("task_id", String(ID), ForeignKey("tasks.id"), nullable=True),  # None: refused
+    Column("refused", Text, nullable=True),
+    Column("message", Text, nullable=False),  # the requester's message, A2A JSON
+    Column("created_at", Float, nullable=False),
+    Index("ix_a2a_tasks_requester", "requester_id", "created_at"),
+    Index("ix_a2a_tasks_task", "task_id"),
+)

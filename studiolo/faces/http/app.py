@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from studiolo import __version__
+from studiolo.faces.a2a import mount_a2a
 from studiolo.faces.http.deps import AuthenticateFirst
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
 from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
@@ -29,6 +30,8 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     for router in ROUTERS:
         app.include_router(router)
     install_web(app)  # the dashboard, under /ui
+    public = settings.public_url or f"http://{settings.host}:{settings.port}"
+    mount_a2a(app, coordinator, public, poll_seconds=event_poll_seconds)  # the A2A face, under /a2a
     install_handlers(app)
     install_openapi(app)
     # outermost last: metrics → requests in flight → the caller → the body's size → routes

@@ -1,0 +1,147 @@
+"""The A2A face (docs/a2a.md): the signed Agent Card, JSON-RPC and HTTP+JSON bindings through
+the a2a-sdk route builders, the ledger as the SDK's task store, and an executor that only
+restates the ledger. `mount_a2a` adds it to the FastAPI app."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import (
+    DefaultServerCallContextBuilder,
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, Task, TaskState
+from a2a.utils.errors import ExtensionSupportRequiredError, TaskNotCancelableError
+from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from studiolo._exceptions import StudioloError
+from studiolo.faces.a2a.card import build_card, sign_card
+from studiolo.faces.a2a.executor import LedgerExecutor
+from studiolo.faces.a2a.ledger import LedgerTaskStore, PrincipalUser, Renderer
+from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
+from studiolo.service import Coordinator
+
+__all__ = ["mount_a2a"]
+
+INLINE_MAX = 256 * 1024  # files larger than this are URL parts served by Studiolo
+_PRINCIPAL = "studiolo.principal"
+
+
+def mount_a2a(
+    app: FastAPI,
+    door: Coordinator,
+    base_url: str,
+    *,
+    poll_seconds: float = 0.5,
+    inline_max: int = INLINE_MAX,
+) -> None:
+    """The card at /.well-known/agent-card.json; the bindings under /a2a (bearer tokens)."""
+    base_url = base_url.rstrip("/")
+    renderer = Renderer(door, base_url, inline_max)
+
+    async def current_card(_static: AgentCard) -> AgentCard:
+        templates = await run_in_threadpool(door.delegable_intakes)
+        key = await run_in_threadpool(door.signing_key)
+        return sign_card(build_card(base_url, templates), key)
+
+    static = build_card(base_url, [])
+    handler = _Handler(LedgerExecutor(renderer, poll_seconds), LedgerTaskStore(renderer), static)
+    builder = _ContextBuilder()
+    routes: list[Any] = [Route("/tasks/{task_id}/files/{path:path}", _files(renderer), methods=["GET"])]
+    routes += create_jsonrpc_routes(handler, "/jsonrpc", context_builder=builder)
+    routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
+    app.mount("/a2a", _BearerGate(Starlette(routes=routes), door))
+    app.router.routes.extend(create_agent_card_routes(static, card_modifier=current_card))
+    logging.getLogger("a2a.server.agent_execution.active_task").addFilter(_ledger_first)
+
+
+class _Handler(DefaultRequestHandler):
+    """The SDK's handler, plus two rules: a requester must speak the manifest extension, and
+    a cancel answers CANCELED or TaskNotCancelable — never the winner's task."""
+
+    async def on_message_send(self, params: Any, context: ServerCallContext) -> Any:
+        _require_extension(context)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(self, params: Any, context: ServerCallContext) -> Any:
+        _require_extension(context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        task: Task | None = await super().on_cancel_task(params, context)
+        if task is None or task.status.state != TaskState.TASK_STATE_CANCELED:
+            raise TaskNotCancelableError(message="an accepted completion committed first")
+        return task
+
+
+def _require_extension(context: ServerCallContext) -> None:
+    if MANIFEST_EXTENSION not in context.requested_extensions:
+        raise ExtensionSupportRequiredError(message=f"send A2A-Extensions: {MANIFEST_EXTENSION}")
+
+
+class _ContextBuilder(DefaultServerCallContextBuilder):
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.user = PrincipalUser(request.scope[_PRINCIPAL])
+        return context
+
+
+class _BearerGate:
+    """401 before any A2A handler runs unless the bearer token names a principal."""
+
+    def __init__(self, app: ASGIApp, door: Coordinator) -> None:
+        self._app = app
+        self._door = door
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = header.partition(" ")
+        try:
+            if scheme.lower() != "bearer" or not token:
+                raise LookupError
+            scope[_PRINCIPAL] = await run_in_threadpool(self._door.authenticate, token.strip())
+        except (LookupError, StudioloError):
+            body = b'{"reason":"unauthenticated","detail":"a bearer token is required"}'
+            headers = {"WWW-Authenticate": "Bearer", "Content-Type": "application/json"}
+            await Response(body, status_code=401, headers=headers)(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+
+def _files(renderer: Renderer) -> Any:
+    async def serve(request: Request) -> Response:
+        """A published file of a COMPLETED delegated task (the URL parts of large files)."""
+        caller = request.scope[_PRINCIPAL]
+        task_id, path = request.path_params["task_id"], request.path_params["path"]
+        try:
+            view = await run_in_threadpool(renderer.door.delegated, caller, task_id)
+        except StudioloError:
+            return Response(status_code=404)
+        for f in view.files if renderer(view).state == TaskState.TASK_STATE_COMPLETED else ():
+            if f.path == path:
+                headers = {"ETag": f'"{f.digest}"'}
+                return Response(f.data, media_type="application/octet-stream", headers=headers)
+        return Response(status_code=404)
+
+    return serve
+
+
+def _ledger_first(record: logging.LogRecord) -> bool:
+    """The ledger holds a delegated task before the SDK sees its first event, so the SDK's
+    "already exists, ignoring task replacement" is expected here: drop only that line."""
+    return "already exists. Ignoring task replacement" not in str(record.msg)

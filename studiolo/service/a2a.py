@@ -1,0 +1,267 @@
+"""Delegated work (the A2A face's door): intake templates, delegations, their views, and
+the cancel that shares the completion's commit point (one write transaction each)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound
+from studiolo.core.intake import Delegation, IntakeTemplate
+from studiolo.core.model import Action, Contract, Principal, Task, TaskStatus
+from studiolo.core.paths import matches_any
+from studiolo.keys import ServiceKey
+from studiolo.service.admin import _name, _scope
+from studiolo.service.views import TaskView, ViewOps
+from studiolo.service.work import WorkOps
+from studiolo.store import Tx
+
+__all__ = ["A2AOps", "DelegatedView", "DelegationRequest", "PublishedFile"]
+
+_MAX_INPUTS = 64 * 1024  # characters of the requester's inputs (JSON)
+_MAX_ID = 100
+
+
+@dataclass(frozen=True)
+class DelegationRequest:
+    """What a requester may supply: never the contract."""
+
+    a2a_id: str
+    context_id: str
+    intake: str | None  # the template name; None: the project's only template
+    title: str
+    description: str
+    inputs: Mapping[str, Any]
+    message: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PublishedFile:
+    path: str
+    revision: int
+    digest: str  # sha256:<hex> of `data`
+    data: bytes
+
+
+@dataclass(frozen=True)
+class DelegatedView:
+    """A delegation and the ledger's facts about its task, read in one transaction."""
+
+    delegation: Delegation
+    view: TaskView | None  # None: intake refused
+    files: tuple[PublishedFile, ...]  # the accepted completion's published files
+    kid: str
+
+
+class A2AOps(WorkOps, ViewOps):
+    # intake templates ---------------------------------------------------------
+    def define_intake(
+        self,
+        caller: Principal,
+        project_id: str,
+        name: str,
+        *,
+        description: str,
+        criteria: Mapping[str, str],
+        scope: Iterable[str],
+        policy_version: int | None = None,
+    ) -> IntakeTemplate:
+        """Define (or replace) the contract a delegated task of this kind gets."""
+        name = _name(name, "intake name")
+        if not isinstance(description, str) or len(description) > 2000:
+            raise InvalidRequest("an intake description is text of at most 2,000 characters")
+        patterns = _scope(scope)
+
+        def run(tx: Tx) -> IntakeTemplate:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            self._contract(tx, project_id, "tsk_template", criteria, patterns, policy_version)
+            t = IntakeTemplate(
+                project_id, name, description, dict(criteria), patterns, policy_version, tx.now
+            )
+            tx.a2a.put_intake(t)
+            self.audit(tx, project_id, "a2a.intake.defined", caller, t.skill_id, **t.contract_json())
+            return t
+
+        return self.store.write(run)
+
+    def intakes(self, caller: Principal, project_id: str) -> list[IntakeTemplate]:
+        def run(tx: Tx) -> list[IntakeTemplate]:
+            self.require_project(tx, caller, project_id)
+            return tx.a2a.intakes(project_id)
+
+        return self.store.read(run)
+
+    def signing_key(self) -> ServiceKey:
+        """The service key: the A2A face signs its card and artifact manifests with it."""
+        return self.store.read(self.service_key)
+
+    def delegable_intakes(self) -> list[IntakeTemplate]:
+        """Every template of every project: the public Agent Card lists them as skills."""
+        return self.store.read(lambda tx: tx.a2a.intakes())
+
+    # delegations --------------------------------------------------------------
+    def delegate(self, caller: Principal, q: DelegationRequest) -> DelegatedView:
+        """Record a delegation: a Studiolo task from the template, or a refusal (audited)."""
+        _check_request(q)
+
+        def run(tx: Tx) -> DelegatedView:
+            project_id = caller.project_id
+            if project_id is None or not self._delegator(tx, caller, project_id):
+                raise NotAuthorized(f"{caller.name} holds no live delegate grant")
+            if tx.a2a.delegation(q.a2a_id) is not None:
+                raise Conflict(f"A2A task {q.a2a_id} exists", reason="request_id_conflict")
+            template, refused = self._template(tx, caller, project_id, q)
+            task = None
+            if template is not None:
+                try:
+                    task = self._intake_task(tx, caller, template, q)
+                except InvalidRequest as exc:  # e.g. a checker withdrawn since the template
+                    refused = exc.detail
+            d = Delegation(
+                q.a2a_id,
+                project_id,
+                caller.id,
+                q.context_id,
+                template.name if template else (q.intake or ""),
+                task.id if task else None,
+                refused,
+                dict(q.message),
+                tx.now,
+            )
+            tx.a2a.add_delegation(d)
+            kind = "a2a.delegated" if task else "a2a.refused"
+            self.audit(tx, project_id, kind, caller, q.a2a_id, task=d.task_id, refused=refused)
+            return self._delegated(tx, d)
+
+        return self.store.write(run)
+
+    def delegated(self, caller: Principal, a2a_id: str) -> DelegatedView:
+        return self.store.read(lambda tx: self._delegated(tx, self._visible(tx, caller, a2a_id)))
+
+    def delegations(self, caller: Principal, limit: int = 50, offset: int = 0) -> list[DelegatedView]:
+        if not 1 <= limit <= 100 or offset < 0:
+            raise InvalidRequest("limit is 1..100 and offset ≥ 0")
+
+        def run(tx: Tx) -> list[DelegatedView]:
+            if caller.project_id is None or not self._delegator(tx, caller, caller.project_id):
+                return []
+            return [self._delegated(tx, d) for d in tx.a2a.delegations_of(caller.id, limit, offset)]
+
+        return self.store.read(run)
+
+    def cancel_delegated(self, caller: Principal, a2a_id: str) -> DelegatedView:
+        """Cancel a delegated task. The same serialized commit point as a completion: of a
+        cancel and an accepted completion racing, exactly one commits."""
+
+        def run(tx: Tx) -> DelegatedView:
+            d = self._visible(tx, caller, a2a_id)
+            task = tx.work.task(d.task_id) if d.task_id else None
+            if task is None or not task.active:
+                state = task.status.value if task else "refused"
+                raise Conflict(f"task is {state}", reason="task_not_active")
+            tx.work.update_task(task.id, status=TaskStatus.CANCELLED)
+            self.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason="a2a", a2a=d.id)
+            return self._delegated(tx, d)
+
+        return self.store.write(run)
+
+    # helpers ------------------------------------------------------------------
+    def _delegator(self, tx: Tx, caller: Principal, project_id: str) -> bool:
+        grants = self.grants(tx, caller, project_id)
+        return any(g.live and Action.DELEGATE in g.actions for g in grants)
+
+    def _visible(self, tx: Tx, caller: Principal, a2a_id: str) -> Delegation:
+        """The delegation, to its requester (while it may delegate) or a project admin."""
+        d = tx.a2a.delegation(a2a_id) if isinstance(a2a_id, str) and len(a2a_id) <= _MAX_ID else None
+        if d is not None:
+            own = d.requester_id == caller.id and self._delegator(tx, caller, d.project_id)
+            if own or self.can(tx, caller, d.project_id, Action.ADMIN):
+                return d
+        raise NotFound(f"task {str(a2a_id)[:_MAX_ID]} not found", reason="task_not_found")
+
+    def _template(
+        self, tx: Tx, caller: Principal, project_id: str, q: DelegationRequest
+    ) -> tuple[IntakeTemplate | None, str | None]:
+        """The template the request names, if the caller's delegate grants cover its scope."""
+        templates = {t.name: t for t in tx.a2a.intakes(project_id)}
+        name = q.intake if q.intake is not None else (next(iter(templates)) if len(templates) == 1 else None)
+        template = templates.get(name) if name is not None else None
+        if template is None:
+            return None, f"no intake template {q.intake!r} in this project"
+        grants = [g for g in self.grants(tx, caller, project_id) if g.live and Action.DELEGATE in g.actions]
+        uncovered = [p for p in template.scope if not any(matches_any(g.scope, p) for g in grants)]
+        if uncovered:
+            return None, f"the delegate grant does not cover {uncovered[0]!r}"
+        return template, None
+
+    def _intake_task(self, tx: Tx, caller: Principal, t: IntakeTemplate, q: DelegationRequest) -> Task:
+        task_id = self.ids.new("tsk")
+        c = self._contract(tx, t.project_id, task_id, t.criteria, t.scope, t.policy_version)
+        contract = Contract(c.task_id, c.criteria, c.scope, c.policy_version)
+        description = q.description
+        if q.inputs:
+            description += "\n\nInputs (JSON, from the requester):\n" + _json_text(q.inputs)
+        task = Task(
+            task_id,
+            t.project_id,
+            q.title,
+            description,
+            contract,
+            contract.hash,
+            TaskStatus.OPEN,
+            None,
+            0,
+            tx.now,
+        )
+        tx.work.add_task(task)
+        self.audit(
+            tx,
+            t.project_id,
+            "task.created",
+            caller,
+            task.id,
+            title=q.title,
+            contract_hash=task.contract_hash,
+            contract=contract.to_json(),
+            a2a=q.a2a_id,
+            intake=t.name,
+        )
+        return task
+
+    def _delegated(self, tx: Tx, d: Delegation) -> DelegatedView:
+        kid = self.service_key(tx).kid
+        task = tx.work.task(d.task_id) if d.task_id else None
+        if task is None:
+            return DelegatedView(d, None, (), kid)
+        view = self._view(tx, task)
+        files: tuple[PublishedFile, ...] = ()
+        if view.completion is not None:
+            found = tx.content.candidate(view.completion.candidate_id)
+            published = found[1].files if found else {}
+            files = tuple(
+                PublishedFile(
+                    path, view.completion.revisions.get(path, 0), digest, tx.content.blob(digest) or b""
+                )
+                for path, digest in sorted(published.items())
+                if digest is not None
+            )
+        return DelegatedView(d, view, files, kid)
+
+
+def _check_request(q: DelegationRequest) -> None:
+    for value, what in ((q.a2a_id, "task id"), (q.context_id, "context id")):
+        if not isinstance(value, str) or not 1 <= len(value) <= _MAX_ID or not value.isprintable():
+            raise InvalidRequest(f"the A2A {what} is 1 to {_MAX_ID} printable characters")
+    if q.intake is not None and not 1 <= len(q.intake.strip()) <= _MAX_ID:
+        raise InvalidRequest(f"the intake name is 1 to {_MAX_ID} characters")
+    if not q.title.strip() or len(q.title) > 300:
+        raise InvalidRequest("a delegated task needs a title of at most 300 characters")
+    if len(q.description) > 100_000 or len(_json_text(q.inputs)) > _MAX_INPUTS:
+        raise InvalidRequest("description ≤ 100,000 characters and inputs ≤ 64 KiB of JSON")
+
+
+def _json_text(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=1)

@@ -1,0 +1,91 @@
+"""The SDK's real client against the A2A face over a socket: a delegated task goes SUBMITTED
+→ WORKING → COMPLETED while a Studiolo agent and verifier work it through the API, and every
+artifact and the signed manifest arrive before COMPLETED."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Any
+
+import httpx
+import pytest
+from a2a.types.a2a_pb2 import GetTaskRequest, Task, TaskState
+
+from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION, MANIFEST_ID, RECEIPT_ID
+from tests.faces.a2a.conftest import Live, in_thread, message, run, studiolo_task_id, verify_manifest, work_task
+
+BINDINGS = ["JSONRPC", "HTTP+JSON"]
+S = TaskState
+
+
+def _check_artifacts(live: Live, artifacts: list[Any]) -> dict[str, Any]:
+    """Every artifact is listed in the manifest with its SHA-256 and size; the manifest is last."""
+    assert artifacts[-1].artifact_id == MANIFEST_ID
+    assert list(artifacts[-1].extensions) == [MANIFEST_EXTENSION]
+    manifest = verify_manifest(live.url, artifacts[-1].parts[0].text)
+    listed = {e["artifact_id"]: e for e in manifest["artifacts"]}
+    assert set(listed) == {a.artifact_id for a in artifacts[:-1]}
+    for a in artifacts[:-1]:
+        part = a.parts[0]
+        if part.HasField("raw"):
+            data = part.raw
+        elif part.HasField("url"):
+            data = httpx.get(part.url, headers=live.headers()).content
+        else:
+            data = part.text.encode()
+        assert hashlib.sha256(data).hexdigest() == listed[a.artifact_id]["sha256"]
+        assert len(data) == listed[a.artifact_id]["size"]
+    assert RECEIPT_ID in listed and "file:src/answer.txt" in listed
+    return manifest
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_streaming_submitted_working_completed(live: Live, binding: str) -> None:
+    async def go() -> tuple[list[tuple[str, Any]], Any]:
+        events: list[tuple[str, Any]] = []
+        worker = None
+        async with live.client(binding, streaming=True) as client:
+            async for ev in client.send_message(message("answer 42", live.skill)):
+                kind = ev.WhichOneof("payload")
+                events.append((kind, getattr(ev, kind)))
+                if kind == "task" and worker is None:
+                    worker = in_thread(work_task, live, studiolo_task_id(ev.task))
+        assert worker is not None
+        await asyncio.to_thread(worker[0].join)
+        return events, worker[1]
+
+    events, worked = run(go())
+    assert not isinstance(worked[0], Exception), worked
+    states = [e.status.state for k, e in events if k in ("task", "status_update")]
+    assert states[0] == S.TASK_STATE_SUBMITTED and states[-1] == S.TASK_STATE_COMPLETED
+    assert S.TASK_STATE_WORKING in states
+    assert states.count(S.TASK_STATE_COMPLETED) == 1
+    # every artifact (and the manifest) strictly before the terminal status
+    kinds = [k for k, _ in events]
+    last_status = len(kinds) - 1
+    assert kinds[last_status] == "status_update"
+    artifacts = [e.artifact for k, e in events if k == "artifact_update"]
+    assert all(i < last_status for i, k in enumerate(kinds) if k == "artifact_update")
+    _check_artifacts(live, artifacts)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_polling_completed_task_carries_every_artifact(live: Live, binding: str) -> None:
+    async def go() -> list[Task]:
+        async with live.client(binding, streaming=False) as client:
+            first = [ev async for ev in client.send_message(message("answer 42", live.skill))][0].task
+            seen = [first]
+            worker = in_thread(work_task, live, studiolo_task_id(first))
+            while seen[-1].status.state not in (S.TASK_STATE_COMPLETED, S.TASK_STATE_FAILED):
+                await asyncio.sleep(0.02)
+                seen.append(await client.get_task(GetTaskRequest(id=first.id)))
+            await asyncio.to_thread(worker[0].join)
+        return seen
+
+    seen = run(go())
+    assert seen[0].status.state == S.TASK_STATE_SUBMITTED
+    assert seen[-1].status.state == S.TASK_STATE_COMPLETED
+    for t in seen[:-1]:
+        assert not t.artifacts  # nothing authoritative before the contract held
+    _check_artifacts(live, list(seen[-1].artifacts))
