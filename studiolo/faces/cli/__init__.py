@@ -59,7 +59,9 @@ COMMANDS: dict[str, Lazy] = {
     "grant": Lazy(_ADMIN, "Grants: actions over path scopes; revocable."),
     "policy": Lazy(_ADMIN, "Policies: the project's versioned handbook."),
     "checker": Lazy(_ADMIN, "Checkers and the verifiers admitted for them."),
-    "mcp": Lazy("studiolo.faces.cli.mcp", "Serve MCP on stdio (Claude Code, Codex, Cursor) as your token's principal."),
+    "mcp": Lazy(
+        "studiolo.faces.cli.mcp", "Serve MCP on stdio (Claude Code, Codex, Cursor) as your token's principal."
+    ),
     "verifier": Lazy(
         "studiolo.verifier.cli",
         "Be an admitted verifier: check candidates on their exact bytes and sign receipts.",
