@@ -12,6 +12,7 @@ from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
 from studiolo.faces.http.openapi import install_openapi
 from studiolo.faces.http.problems import install_handlers
 from studiolo.faces.http.routes import ROUTERS
+from studiolo.faces.mcp.mount import mount_mcp
 from studiolo.faces.web import install_web
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
@@ -32,6 +33,7 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     install_web(app)  # the dashboard, under /ui
     public = settings.public_url or f"http://{settings.host}:{settings.port}"
     mount_a2a(app, coordinator, public, poll_seconds=event_poll_seconds)  # the A2A face, under /a2a
+    mount_mcp(app, coordinator, settings)  # the MCP face, under /mcp
     install_handlers(app)
     install_openapi(app)
     # outermost last: metrics → requests in flight → the caller → the body's size → routes

@@ -1,0 +1,76 @@
+"""The MCP face over streamable HTTP at /mcp on a real socket, with the SDK's client and
+our bearer tokens: 401 without a valid token, the caller is the token's principal, another
+project's token sees nothing, and the two-agent session runs through it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from studiolo.faces.mcp.tools import TOOL_NAMES
+from tests.faces.mcp.conftest import Live
+from tests.faces.mcp.session import Agent, check_schemas, two_agent_session
+
+
+@asynccontextmanager
+async def mcp_client(url: str, token: str) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"}
+    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+        yield client
+
+
+def test_no_token_or_a_bad_token_is_401(live: Live) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers in ({}, {"Authorization": "Bearer stl_not-a-token"}, {"Authorization": "Basic eDp5"}):
+        r = httpx.post(f"{live.url}/mcp", json=body, headers={**accept, **headers})
+        assert r.status_code == 401, (headers, r.text)
+        assert r.headers["www-authenticate"].startswith("Bearer")
+    revoked = live.world.coord.rotate_token(live.world.admin, live.world.human.id).token
+    live.world.coord.revoke_tokens(live.world.admin, live.world.human.id)
+    r = httpx.post(f"{live.url}/mcp", json=body, headers={**accept, "Authorization": f"Bearer {revoked}"})
+    assert r.status_code == 401
+
+
+def test_the_caller_is_the_tokens_principal_and_another_project_sees_nothing(live: Live) -> None:
+    world = live.world
+    task = world.new_task()
+    other = world.coord.create_project(world.admin, "elsewhere")
+    stranger = world.coord.add_principal(world.admin, other.id, "stranger", "agent")
+    world.coord.grant(world.admin, other.id, stranger.principal.id, ["read", "claim"], ["**"])
+
+    async def main() -> None:
+        async with mcp_client(live.url, live.tokens["agent2"]) as c:
+            assert [t.name for t in (await c.list_tools()).tools] == list(TOOL_NAMES)  # no workspace
+            me = await Agent(c).ok("orient")
+            assert me["principal"]["id"] == world.agent2.id and me["project_id"] == world.project_id
+        async with mcp_client(live.url, stranger.token) as c:
+            s = Agent(c)
+            mine = await s.ok("orient")
+            assert mine["project_id"] == other.id and mine["open_tasks"] == []
+            assert (await s.ok("list_tasks"))["tasks"] == []
+            assert (await s.refused("get_task", task_id=task.id))["reason"] == "task_not_found"
+            assert (await s.refused("claim_task", task_id=task.id))["reason"] == "task_not_found"
+            assert (await s.ok("list_artifacts"))["artifacts"] == []
+
+    anyio.run(main)
+
+
+def test_two_agent_session_over_streamable_http(live: Live) -> None:
+    async def main() -> None:
+        async with (
+            mcp_client(live.url, live.tokens["agent"]) as ca,
+            mcp_client(live.url, live.tokens["agent2"]) as cb,
+        ):
+            a, b = Agent(ca), Agent(cb)
+            await two_agent_session(live.world, a, b)
+            assert await check_schemas(a, b) == set(TOOL_NAMES)
+
+    anyio.run(main)

@@ -1,0 +1,100 @@
+"""The MCP server with the SDK's in-memory client, over the door in this process (the
+injectable clock moves leases): the two-agent session, schemas, resources, the prompt,
+refusal hints and the workspace's confinement."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from studiolo.core.model import Principal
+from studiolo.faces.mcp.guide import PROMPT_NAME
+from studiolo.faces.mcp.inprocess import InProcessPort
+from studiolo.faces.mcp.server import build_server
+from studiolo.faces.mcp.tools import TOOL_NAMES, WORKSPACE_TOOL_NAMES
+from tests.faces.mcp.session import Agent, check_schemas, two_agent_session
+from tests.world import World
+
+
+def _client(world: World, who: Principal, workdir: Path | None) -> Client:
+    if workdir is not None:
+        workdir.mkdir(exist_ok=True)
+    return Client(build_server(lambda _ctx: InProcessPort(world.coord, who), workspace=workdir))
+
+
+def _run(world: World, tmp_path: Path, body: Callable[[Agent, Agent], Awaitable[None]]) -> None:
+    async def main() -> None:
+        wa, wb = tmp_path / "ws-a", tmp_path / "ws-b"
+        async with _client(world, world.agent, wa) as ca, _client(world, world.agent2, wb) as cb:
+            await body(Agent(ca, wa), Agent(cb, wb))
+
+    anyio.run(main)
+
+
+def test_two_agent_session_and_every_output_matches_its_schema(world: World, tmp_path: Path) -> None:
+    async def body(a: Agent, b: Agent) -> None:
+        await two_agent_session(world, a, b)
+        called = await check_schemas(a, b)
+        assert called == set(TOOL_NAMES) | set(WORKSPACE_TOOL_NAMES)
+
+    _run(world, tmp_path, body)
+
+
+def test_tools_resources_and_prompt_are_listed(world: World, tmp_path: Path) -> None:
+    task = world.new_task()
+
+    async def body(a: Agent, b: Agent) -> None:
+        names = [t.name for t in (await a.client.list_tools()).tools]
+        assert names == [*TOOL_NAMES, *WORKSPACE_TOOL_NAMES]
+        templates = {t.uri_template for t in (await a.client.list_resource_templates()).resource_templates}
+        assert templates == {"studiolo://projects/{project_id}/policy", "studiolo://tasks/{task_id}/contract"}
+        policy = await a.client.read_resource(f"studiolo://projects/{world.project_id}/policy")
+        assert policy.contents[0].text == "Be careful. Write tests."  # type: ignore[union-attr]
+        contract = await a.client.read_resource(f"studiolo://tasks/{task.id}/contract")
+        assert task.contract_hash in contract.contents[0].text  # type: ignore[union-attr]
+        prompt = await a.client.get_prompt(PROMPT_NAME, {"task_id": task.id})
+        assert task.id in prompt.messages[0].content.text  # type: ignore[union-attr]
+
+    _run(world, tmp_path, body)
+
+
+def test_an_unknown_task_is_a_protocol_error_for_a_resource_and_a_refusal_for_a_tool(
+    world: World, tmp_path: Path
+) -> None:
+    async def body(a: Agent, b: Agent) -> None:
+        with pytest.raises(MCPError):
+            await a.client.read_resource("studiolo://tasks/tsk_missing000/contract")
+        refused = await a.refused("get_task", task_id="tsk_missing000")
+        assert refused["reason"] == "task_not_found" and "read grant" in refused["hints"][0]["hint"]
+        bad = await a.call("get_task")  # a missing argument: the SDK's own error, no refusal body
+        assert bad.is_error and bad.structured_content is None
+
+    _run(world, tmp_path, body)
+
+
+def test_checkout_stays_inside_the_working_directory(world: World, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    async def body(a: Agent, b: Agent) -> None:
+        assert a.workdir is not None
+        for directory in ("../outside", "/tmp", "work/.git", "work/.GIT/x", "a\\b"):
+            refused = await a.refused("checkout", directory=directory)
+            assert refused["reason"] == "invalid_path", (directory, refused)
+        os.symlink(outside, a.workdir / "link")
+        refused = await a.refused("checkout", directory="link")
+        assert refused["reason"] == "untrusted_response"
+        out = await a.ok("checkout", directory="work/here")
+        assert (a.workdir / "work" / "here" / "src" / "input.txt").read_bytes() == b"21\n"
+        assert out["manifest"] == "work/here/.studiolo-checkout.json"
+        nothing = await a.refused("submit_workspace", attempt_id="att_whatever0", directory="work/here")
+        assert nothing["reason"] == "invalid_request"
+
+    _run(world, tmp_path, body)
+    assert list(outside.iterdir()) == []
