@@ -9,10 +9,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
-from studiolo.core.model import Action, Grant, Principal, Task
+from studiolo.core.model import Action, Candidate, Grant, Principal, Task
 from studiolo.core.reasons import Reason
 from studiolo.keys import ServiceKey
 from studiolo.settings import Settings
@@ -86,6 +87,27 @@ class Base:
         if not self.can(tx, caller, project_id, action, path):
             where = f" on {path!r}" if path else ""
             raise NotAuthorized(f"{caller.name} holds no live {action.value} grant{where}")
+
+    def path_reader(self, tx: Tx, caller: Principal, project_id: str) -> Callable[[str], bool] | None:
+        """None when the caller may read every path of the project; else which paths it may."""
+        if caller.is_service_admin:
+            return None
+        grants = [g for g in self.grants(tx, caller, project_id) if g.allows(Action.READ)]
+        if any("**" in g.scope for g in grants):
+            return None
+        return lambda path: any(g.covers(Action.READ, path) for g in grants)
+
+    def confine(self, tx: Tx, caller: Principal, project_id: str, cand: Candidate) -> Candidate:
+        """The candidate as this caller may see it: only paths inside its read scope."""
+        may_read = self.path_reader(tx, caller, project_id)
+        if may_read is None:
+            return cand
+        return replace(
+            cand,
+            files={p: d for p, d in cand.files.items() if may_read(p)},
+            bases={p: r for p, r in cand.bases.items() if may_read(p)},
+            file_deps={p: r for p, r in cand.file_deps.items() if may_read(p)},
+        )
 
     def sees_project(self, tx: Tx, caller: Principal, project_id: str) -> bool:
         if caller.is_service_admin:

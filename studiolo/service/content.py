@@ -74,6 +74,9 @@ class ContentOps(Base):
                     return None
                 if tx.content.unreadable_blobs(pid, [digest]):
                     return None  # another project's bytes: not found, never a hint
+                may_read = self.path_reader(tx, caller, pid)
+                if may_read is not None and not any(map(may_read, tx.content.paths_of_blob(pid, digest))):
+                    return None  # bytes only of paths outside the caller's read scope
             return tx.content.blob(digest)
 
         data = self.store.read(run)
@@ -280,7 +283,7 @@ class ContentOps(Base):
             task = tx.work.task(found[1].task_id) if found else None
             if found is None or task is None or not self.may_read_task(tx, caller, task):
                 raise NotFound(f"candidate {candidate_id} not found")
-            return found[1]
+            return self.confine(tx, caller, task.project_id, found[1])
 
         return self.store.read(run)
 

@@ -4,7 +4,7 @@ chain check, and the orientation an agent reads first."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound
@@ -76,7 +76,10 @@ class Orientation:
 
 class ViewOps(Base):
     def task_view(self, caller: Principal, task_id: str) -> TaskView:
-        return self.store.read(lambda tx: self._view(tx, self.visible_task(tx, caller, task_id)))
+        def run(tx: Tx) -> TaskView:
+            return self._confined(tx, caller, self._view(tx, self.visible_task(tx, caller, task_id)))
+
+        return self.store.read(run)
 
     def list_tasks(
         self,
@@ -97,7 +100,19 @@ class ViewOps(Base):
         offset: int = 0,
     ) -> list[TaskView]:
         """Like `list_tasks`, each with its strongest established fact, in one read."""
-        return self._task_page(caller, project_id, status, limit, offset, self._view)
+        return self._task_page(
+            caller,
+            project_id,
+            status,
+            limit,
+            offset,
+            lambda tx, t: self._confined(tx, caller, self._view(tx, t)),
+        )
+
+    def _confined(self, tx: Tx, caller: Principal, view: TaskView) -> TaskView:
+        """The candidates' file maps cut to the caller's read scope (no digests of other paths)."""
+        cands = tuple(self.confine(tx, caller, view.task.project_id, c) for c in view.candidates)
+        return replace(view, candidates=cands)
 
     def _task_page(
         self,
@@ -244,7 +259,11 @@ class ViewOps(Base):
         def run(tx: Tx) -> list[Event]:
             self.require_project(tx, caller, project_id)
             self.require(tx, caller, project_id, Action.READ)
-            return tx.audit.events(project_id, after, limit)
+            found = tx.audit.events(project_id, after, limit)
+            may_read = self.path_reader(tx, caller, project_id)
+            if may_read is None:
+                return found
+            return [e if all(map(may_read, _paths_of(e))) else _withheld(e) for e in found]
 
         return self.store.read(run)
 
@@ -290,3 +309,25 @@ class ViewOps(Base):
             )
 
         return self.store.read(run)
+
+
+_PATH_SUBJECTS = frozenset({"artifact.edited", "observation.recorded"})
+_PATH_MAPS = ("files", "bases", "file_deps", "revisions")
+
+
+def _paths_of(e: Event) -> set[str]:
+    """The artifact paths an event names (its subject, or the keys of its path maps)."""
+    paths = {e.subject} if e.kind in _PATH_SUBJECTS and e.subject else set()
+    for key in _PATH_MAPS:
+        value = e.data.get(key)
+        if isinstance(value, Mapping):
+            paths.update(str(p) for p in value)
+    write_set = e.data.get("write_set")
+    if isinstance(write_set, list):
+        paths.update(str(p) for p in write_set)
+    return paths
+
+
+def _withheld(e: Event) -> Event:
+    """An event naming a path outside the reader's scope: its place in the chain, not its content."""
+    return replace(e, kind="withheld", subject=None, data={}, actor=None)

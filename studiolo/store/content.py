@@ -73,6 +73,24 @@ class ContentRepo:
         have = {r.digest for r in self._c.execute(_BLOB_REFS, {"p": project_id, "ds": wanted})}
         return [d for d in wanted if d not in have]
 
+    def paths_of_blob(self, project_id: str, digest: str) -> set[str]:
+        """Every path of the project that holds or held these bytes, or that a candidate writes."""
+        revs = self._c.execute(
+            select(s.artifact_revisions.c.path).where(
+                s.artifact_revisions.c.project_id == project_id, s.artifact_revisions.c.digest == digest
+            )
+        )
+        paths = {r.path for r in revs}
+        cands = self._c.execute(
+            select(s.candidates.c.manifest).where(
+                s.candidates.c.project_id == project_id,
+                s.candidates.c.manifest.contains(digest, autoescape=True),
+            )
+        )
+        for row in cands:
+            paths.update(p for p, d in loads(row.manifest)["files"].items() if d == digest)
+        return paths
+
     def has_blob(self, digest: str) -> bool:
         return bool(self._c.execute(select(exists().where(s.blobs.c.digest == digest))).scalar())
 
