@@ -86,12 +86,13 @@ def sandbox(tmp_path: Path) -> Callable[[], list[str]]:
 def test_checkout_writes_wherever_the_server_says_is_refused(
     tmp_path: Path, sandbox: Callable[[], list[str]], evil_path: str
 ) -> None:
+    # `/etc/x` stands for an absolute path; one inside tmp_path, so a regression stays there
+    evil_path = evil_path.replace("/etc/x", f"{tmp_path}/etc/x")
     transport = hostile_server({"ok.txt": GOOD, evil_path: EVIL})
     result = checkout(transport, tmp_path / "target")
     assert result.exit_code == 4, result.output
     assert "untrusted_response" in result.output
     assert sandbox() == []  # refused before anything was written, even the honest file
-    assert not Path("/etc/x").exists()
 
 
 def test_checkout_refuses_a_blob_that_does_not_match_its_digest(
