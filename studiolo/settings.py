@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 __all__ = ["ClientSettings", "Settings"]
@@ -67,13 +67,16 @@ class ClientSettings:
     """Where a client (the CLI) finds the service: flags > environment > config file.
 
     The config file is TOML (`url`, `token`, `project`), at `STUDIOLO_CONFIG` or
-    `~/.config/studiolo/config.toml`.
+    `~/.config/studiolo/config.toml`. `state_dir` is where the CLI remembers the contract
+    each attempt was claimed under (`STUDIOLO_STATE_DIR`, else `$XDG_STATE_HOME/studiolo`,
+    else `~/.local/state/studiolo`); None remembers nothing.
     """
 
     url: str = "http://127.0.0.1:8765"
     token: str | None = None
     project: str | None = None
     config_path: Path | None = None
+    state_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientSettings:
@@ -96,9 +99,17 @@ class ClientSettings:
             token=pick("STUDIOLO_TOKEN", "token"),
             project=pick("STUDIOLO_PROJECT", "project"),
             config_path=path if path.is_file() else None,
+            state_dir=_state_dir(e),
         )
 
     def with_overrides(
         self, *, url: str | None = None, token: str | None = None, project: str | None = None
     ) -> ClientSettings:
-        return ClientSettings(url or self.url, token or self.token, project or self.project, self.config_path)
+        return replace(self, url=url or self.url, token=token or self.token, project=project or self.project)
+
+
+def _state_dir(env: Mapping[str, str]) -> Path:
+    if env.get("STUDIOLO_STATE_DIR"):
+        return Path(env["STUDIOLO_STATE_DIR"])
+    home = Path(env.get("HOME", "~")).expanduser()
+    return Path(env.get("XDG_STATE_HOME") or home / ".local" / "state") / "studiolo"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,20 @@ from tests.faces.helpers import Actors, new_task, submit, verify
 from tests.world import World
 
 runner = CliRunner()
+_STATE: list[Path] = []  # the CLI's state directory (remembered claims), per test
+
+
+@pytest.fixture(autouse=True)
+def _cli_state(tmp_path: Path) -> Iterator[None]:
+    _STATE[:] = [tmp_path / "cli-state"]
+    yield
+    _STATE.clear()
 
 
 def cli(actors: Actors, who: str, *args: str, code: int = 0) -> Result:
-    settings = ClientSettings(url=actors.url, token=actors.tokens[who], project=actors.world.project_id)
+    settings = ClientSettings(
+        url=actors.url, token=actors.tokens[who], project=actors.world.project_id, state_dir=_STATE[0]
+    )
     result = runner.invoke(app, list(args), obj=CliState(settings, actors.transport))
     assert result.exit_code == code, (args, result.output, result.exception)
     return result
@@ -147,7 +158,7 @@ def test_checkout_submit_verify_complete(actors: Actors, world: World, tmp_path:
 def test_a_rejection_exits_1_with_every_failed_predicate(actors: Actors, world: World) -> None:
     admin, agent = actors.client("admin"), actors.client("agent")
     task = new_task(admin)
-    attempt = agent.claim(task.id)
+    attempt = agent.attempt(js(actors, "agent", "claim", task.id)["id"])
     cand = submit(agent, attempt, {"src/answer.txt": b"42\n"}, ("src/input.txt",))
     verify(actors.client("verifier"), world, cand, "fail")
     problem = js(actors, "agent", "complete", task.id, "--candidate", cand.id, code=1)
@@ -158,6 +169,30 @@ def test_a_rejection_exits_1_with_every_failed_predicate(actors: Actors, world: 
     )
     human = cli(actors, "agent", "complete", task.id, "--candidate", cand.id, "--request-id", "x", code=1)
     assert "evidence_failed" in human.stderr
+
+
+def test_complete_sends_the_contract_the_attempt_was_claimed_under(actors: Actors, world: World) -> None:
+    admin, agent = actors.client("admin"), actors.client("agent")
+    task = new_task(admin)
+    attempt_id = js(actors, "agent", "claim", task.id)["id"]
+    attempt = agent.attempt(attempt_id)
+    cand = submit(agent, attempt, {"src/answer.txt": b"42\n"}, ("src/input.txt",))
+    admin.migrate(task.id, scope=["src/**", "docs/**"])  # the contract changes after the claim
+    verify(actors.client("verifier"), world, cand)  # signed under the task's new contract
+    problem = js(actors, "agent", "complete", task.id, "--candidate", cand.id, code=1)
+    assert (problem["reason"], problem["failed"]) == ("contract_mismatch", ["contract_mismatch"])
+    current = agent.task(task.id).task.contract_hash
+    done = js(actors, "agent", "complete", task.id, "--candidate", cand.id, "--contract-hash", current)
+    assert done["replay"] is False
+
+
+def test_complete_of_an_attempt_claimed_elsewhere_needs_the_contract(actors: Actors) -> None:
+    admin, agent = actors.client("admin"), actors.client("agent")
+    task = new_task(admin)
+    attempt = agent.claim(task.id)  # not through this CLI: nothing remembered
+    cand = submit(agent, attempt, {"src/answer.txt": b"42\n"}, ("src/input.txt",))
+    problem = js(actors, "agent", "complete", task.id, "--candidate", cand.id, code=2)
+    assert problem["reason"] == "invalid_request" and "--contract-hash" in problem["detail"]
 
 
 def test_exit_codes(actors: Actors) -> None:

@@ -9,9 +9,12 @@ internal error.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -19,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from typer import _click
 
-from studiolo._exceptions import StudioloError
+from studiolo._exceptions import InvalidRequest, StudioloError
 from studiolo.faces.cli._lazy import LazyGroup
 from studiolo.settings import ClientSettings
 
@@ -32,6 +35,7 @@ if TYPE_CHECKING:  # imported where used, so that `studiolo --help` loads none o
 __all__ = ["CliState", "JsonOpt", "RootGroup", "emit", "exit_code", "state", "table"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 @dataclass
@@ -45,6 +49,32 @@ class CliState:
 
         s = self.settings
         return Client(s.url, s.token, project=s.project, transport=self.transport)
+
+    def remember_contract(self, attempt_id: str, task_id: str, contract_hash: str) -> None:
+        """Keep the contract an attempt was claimed under, for `complete` (one file each)."""
+        path = self._claim_file(attempt_id)
+        if path is None:
+            return
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        record = {"attempt_id": attempt_id, "task_id": task_id, "contract_hash": contract_hash}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+
+    def claimed_contract(self, attempt_id: str) -> str | None:
+        """The contract hash remembered when this CLI claimed the attempt, if it did."""
+        path = self._claim_file(attempt_id)
+        if path is None or not path.is_file():
+            return None
+        value = json.loads(path.read_text()).get("contract_hash")
+        return value if isinstance(value, str) else None
+
+    def _claim_file(self, attempt_id: str) -> Path | None:
+        if self.settings.state_dir is None:
+            return None
+        if not _SAFE_ID.fullmatch(attempt_id):  # an id from the server names a file here
+            raise InvalidRequest(f"not an attempt id: {attempt_id!r}")
+        return self.settings.state_dir / "claims" / f"{attempt_id}.json"
 
 
 def state(ctx: typer.Context, json_out: bool = False) -> CliState:

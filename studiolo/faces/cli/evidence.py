@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from rich.console import Console
 
 from studiolo._exceptions import InvalidRequest
-from studiolo.faces.cli._state import JsonOpt, emit, state, table
+from studiolo.faces.cli._state import CliState, JsonOpt, emit, state, table
 
 __all__ = ["load_private_key", "register"]
 
@@ -84,6 +84,18 @@ def receipt_sign(
     emit(st, r, lambda con: con.print(f"receipt {r.id}: {criterion} {result}"))
 
 
+def _claimed_under(st: CliState, attempt_id: str) -> str:
+    # The contract the attempt was claimed under; the task's current one would make
+    # `contract_mismatch` unreachable. Whether they differ is the service's question.
+    remembered = st.claimed_contract(attempt_id)
+    if remembered is None:
+        raise InvalidRequest(
+            f"attempt {attempt_id} was not claimed through this CLI (state: {st.settings.state_dir}): "
+            "pass --contract-hash, the contract you worked under"
+        )
+    return remembered
+
+
 def complete(
     ctx: typer.Context,
     task_id: str,
@@ -94,7 +106,8 @@ def complete(
     attempt: Annotated[str | None, typer.Option(help="default: the candidate's attempt")] = None,
     fence: Annotated[int | None, typer.Option(help="default: the attempt's fence")] = None,
     contract_hash: Annotated[
-        str | None, typer.Option(help="the contract you worked under (default: the task's current)")
+        str | None,
+        typer.Option(help="the contract you worked under (default: the one seen when this CLI claimed)"),
     ] = None,
     request_id: Annotated[
         str | None, typer.Option(help="default: ATTEMPT:CANDIDATE, so a retry is an idempotent replay")
@@ -106,13 +119,14 @@ def complete(
     with st.client() as c:
         cand = c.candidate(candidate)
         att = c.attempt(attempt or cand.attempt_id)
+        contract = contract_hash or _claimed_under(st, att.id)
         cited = evidence if evidence is not None else [r.id for r in c.receipts(cand.id)]
         done = c.complete(
             task_id,
             request_id=request_id or f"{att.id}:{cand.id}",
             attempt_id=att.id,
             fence=fence if fence is not None else att.fence,
-            contract_hash=contract_hash or c.task(task_id).task.contract_hash,
+            contract_hash=contract,
             candidate_id=cand.id,
             evidence=cited,
         )

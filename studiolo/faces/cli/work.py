@@ -159,7 +159,9 @@ def claim(ctx: typer.Context, task_id: str, lease: Lease = None, json_out: JsonO
     """Claim a task: start an attempt with a lease and a fence."""
     st = state(ctx, json_out)
     with st.client() as c:
+        contract_hash = c.task(task_id).task.contract_hash  # read first: a migration between fails safe
         a = c.claim(task_id, lease)
+    st.remember_contract(a.id, task_id, contract_hash)  # what `complete` sends
     emit(
         st, a, lambda con: con.print(f"attempt {a.id} · fence {a.fence} · lease until {a.lease_deadline:.0f}")
     )
