@@ -57,15 +57,14 @@ def checkout(
     with st.client() as c:
         pid = c.project_id(project)
         collection = c.collection(prefix, project=pid)
-        arts = [a for a in c.artifacts(prefix, project=pid) if a.digest is not None]
-        for art in arts:  # every path is checked before anything is written
+        arts = [(a, a.digest) for a in c.artifacts(prefix, project=pid) if a.digest is not None]
+        for art, _ in arts:  # every path is checked before anything is written
             if confined_path(art.path) == MANIFEST:
                 raise UntrustedResponse(f"the server sent an artifact named {MANIFEST}")
         directory.mkdir(parents=True, exist_ok=True)
-        for art in arts:
-            assert art.digest is not None
-            write_confined(directory, art.path, c.get_blob(art.digest))
-            files[art.path] = {"revision": art.revision, "digest": art.digest}
+        for art, digest in arts:
+            write_confined(directory, art.path, c.get_blob(digest))
+            files[art.path] = {"revision": art.revision, "digest": digest}
     manifest = {"project_id": pid, "prefix": collection.prefix, "collection_revision": collection.revision}
     manifest["files"] = files
     write_confined(directory, MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
