@@ -52,6 +52,8 @@ HINTS: dict[str, str] = {
     "method_not_allowed": "Use one of the HTTP methods the Allow header lists.",
     "internal_error": "A bug on the server; retry once, then report it (an accepted result is not lost).",
     "completion_rejected": "Read `failed`: each entry names a predicate and its own hint.",
+    "too_many_streams": "Close an event stream you no longer follow; one per project is enough.",
+    "overloaded": "The server is busy and did nothing: retry after Retry-After seconds, with backoff.",
     "untrusted_response": "The server sent bytes or a path that must not be acted on: do not trust it.",
 }
 _UNKNOWN = "See docs/reasons.md for this reason code."

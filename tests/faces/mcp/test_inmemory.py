@@ -68,8 +68,9 @@ def test_an_unknown_task_is_a_protocol_error_for_a_resource_and_a_refusal_for_a_
     world: World, tmp_path: Path
 ) -> None:
     async def body(a: Agent, b: Agent) -> None:
-        with pytest.raises(MCPError):
+        with pytest.raises(MCPError) as missing:
             await a.client.read_resource("studiolo://tasks/tsk_missing000/contract")
+        assert missing.value.code == -32602 and "task_not_found" in missing.value.message
         refused = await a.refused("get_task", task_id="tsk_missing000")
         assert refused["reason"] == "task_not_found" and "read grant" in refused["hints"][0]["hint"]
         bad = await a.call("get_task")  # a missing argument: the SDK's own error, no refusal body
