@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+from xml.etree import ElementTree
 
 from studiolo.core.canonical import digest_bytes, is_digest
 from studiolo.core.paths import matches_any
@@ -60,10 +61,20 @@ class Checker(ABC):
         """Check the tree. Read `tree`; write only under `sandbox.scratch`."""
 
 
-def _process_outcome(result: ProcessResult, summary: str | None = None) -> CheckOutcome:
-    passed = result.exit_code == 0 and not result.timed_out
-    header = f"$ {' '.join(result.argv)}\n[{result.describe()}]\n".encode()
-    return CheckOutcome(passed, header + result.output, summary or result.describe())
+def _process_outcome(
+    result: ProcessResult, sandbox: Sandbox, summary: str | None = None, passed: bool | None = None
+) -> CheckOutcome:
+    if passed is None:
+        passed = result.exit_code == 0 and not result.timed_out
+    header = f"$ {' '.join(result.argv)}\n[{result.describe()}]\n[sandbox: {sandbox.describe()}]\n"
+    return CheckOutcome(passed, header.encode() + result.output, summary or result.describe())
+
+
+def _network(config: Mapping[str, Any]) -> bool:
+    value = config.get("network", False)
+    if not isinstance(value, bool):
+        raise CheckerConfigError("'network' is true or false")
+    return value
 
 
 def _timeout(config: Mapping[str, Any]) -> float | None:
@@ -90,16 +101,22 @@ class CommandChecker(Checker):
         argv = _strings(config.get("argv"), "command config 'argv'")
         if not argv:
             raise CheckerConfigError("command config 'argv' is empty")
-        return _process_outcome(sandbox.run(argv, timeout=_timeout(config)))
+        result = sandbox.run(argv, timeout=_timeout(config), network=_network(config))
+        return _process_outcome(result, sandbox)
 
 
 _PYTEST_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran)\s+in [\d.]+s", re.MULTILINE)
 _INI_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+_COUNTS = ("tests", "failures", "errors", "skipped")
+_MAX_REPORT = 16 * 1024 * 1024
 
 
 class PytestChecker(Checker):
-    """`{"args": ["tests"], "timeout": 120, "plugins": false}`: runs pytest on the tree with
-    the verifier's interpreter; passes iff pytest exits 0; the summary line is recorded.
+    """`{"args": ["tests"], "timeout": 120, "plugins": false, "network": false}`: runs pytest
+    on the tree with the verifier's interpreter. Passes iff pytest exits 0 *and* the JUnit
+    report it writes at the end of the session (to a file outside the tree, made empty by
+    the runner) exists, parses, and shows at least one test run and none failed or in
+    error. A candidate that exits early (`os._exit(0)` at import) leaves no report: fail.
 
     Third-party plugin autoloading is off unless `"plugins": true` (the verifier's own
     environment should not change a candidate's result). pytest's cache is disabled and no
@@ -110,18 +127,49 @@ class PytestChecker(Checker):
 
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
         args = _strings(config.get("args", []), "pytest config 'args'")
+        report = sandbox.report_file("junit.xml")
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tree)]
         if not any((tree / name).is_file() for name in _INI_FILES):
-            ini = sandbox.scratch / "pytest.ini"  # stop pytest looking above the tree for config
-            ini.write_text("[pytest]\n")
-            argv += ["-c", str(ini)]
+            # stop pytest looking above the tree for config
+            argv += ["-c", str(sandbox.input_file("pytest.ini", b"[pytest]\n"))]
+        argv += ["--junitxml", str(report), "-o", "junit_family=xunit2"]
         env = {} if config.get("plugins") is True else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-        result = sandbox.run([*argv, *args], timeout=_timeout(config), env=env)
+        result = sandbox.run([*argv, *args], timeout=_timeout(config), env=env, network=_network(config))
         found = _PYTEST_SUMMARY.findall(result.output.decode("utf-8", "replace"))
         summary = found[-1] if found else result.describe()
         if result.timed_out:
             summary = f"{result.describe()}; last summary: {summary}" if found else result.describe()
-        return _process_outcome(result, summary)
+        verdict = junit_verdict(report)
+        passed = result.exit_code == 0 and not result.timed_out and verdict is None
+        if result.exit_code == 0 and verdict is not None:
+            summary = f"{summary}; but {verdict}"
+        outcome = _process_outcome(result, sandbox, summary, passed)
+        note = f"[junit report: {verdict or 'ok'}]\n".encode()
+        return CheckOutcome(outcome.passed, outcome.log + note, outcome.summary)
+
+
+def junit_verdict(path: Path) -> str | None:
+    """None when the JUnit report shows >= 1 test run and no failure or error; else why not."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return "no test report was written (pytest did not finish its session)"
+        if size > _MAX_REPORT:
+            return f"the test report is too large ({size} bytes)"
+        root = ElementTree.fromstring(path.read_bytes())
+    except (OSError, ElementTree.ParseError) as exc:
+        return f"the test report is unreadable: {exc}"
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    if root.tag not in ("testsuite", "testsuites") or not suites:
+        return "the test report has no test suite"
+    try:
+        totals = {k: sum(int(s.get(k, "0")) for s in suites) for k in _COUNTS}
+    except ValueError:
+        return "the test report's counts are not numbers"
+    ran = totals["tests"] - totals["skipped"]
+    if totals["failures"] or totals["errors"]:
+        return f"the test report shows {totals['failures']} failure(s), {totals['errors']} error(s)"
+    return None if ran >= 1 else "the test report shows no test run"
 
 
 class DigestEqualsChecker(Checker):

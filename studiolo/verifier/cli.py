@@ -11,9 +11,11 @@ from typing import Annotated, Any
 
 import httpx
 import typer
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from studiolo._exceptions import InvalidRequest, StudioloError
 from studiolo.settings import ClientSettings, Settings
+from studiolo.verifier.isolation import IsolationUnavailable
 from studiolo.verifier.keyfile import KeyFileError, generate_key_file, load_key_file
 from studiolo.verifier.port import VerifierPort
 from studiolo.verifier.runner import Runner
@@ -59,12 +61,25 @@ def run(
     once: Annotated[bool, typer.Option(help="process the queue once and exit")] = False,
     poll: Annotated[float, typer.Option(min=0.1, help="seconds between polls of an empty queue")] = 5.0,
     timeout: Annotated[float, typer.Option(min=0.1, help="ceiling on one check, seconds")] = 300.0,
-    memory_mb: Annotated[int, typer.Option(min=16, help="address-space limit of a check, MiB")] = 2048,
+    memory_mb: Annotated[
+        int, typer.Option(min=16, help="memory limit of a check (all its processes), MiB")
+    ] = 2048,
+    processes: Annotated[int, typer.Option(min=8, help="process limit of a check (all its processes)")] = 256,
+    scratch_mb: Annotated[int, typer.Option(min=1, help="size of a check's scratch tmpfs, MiB")] = 512,
+    tree_mb: Annotated[int, typer.Option(min=1, help="largest candidate tree to materialize, MiB")] = 1024,
+    unsafe_no_isolation: Annotated[
+        bool,
+        typer.Option(
+            "--unsafe-no-isolation",
+            help="run checker code WITHOUT namespaces, uid drop or per-check cgroups (it can read "
+            "whatever this process can: the key, the token)",
+        ),
+    ] = False,
     workdir: Annotated[
         Path | None, typer.Option(help="where to make the temporary trees (default: the system's)")
     ] = None,
     run_as: Annotated[
-        str | None, typer.Option(help="run checkers as this unprivileged user (the verifier runs as root)")
+        str | None, typer.Option(help="run checkers as this user (default nobody; the verifier runs as root)")
     ] = None,
     embedded: Annotated[
         bool, typer.Option(help="open the ledger at $STUDIOLO_DATABASE_URL instead of calling the service")
@@ -81,7 +96,14 @@ def run(
     checked (no receipt was signed for it), 2 bad setup (key, token, service).
     """
     where = _client_settings(ctx).with_overrides(url=url, token=token, project=project)
-    limits = Limits(timeout=timeout, memory_bytes=memory_mb * _MIB, run_as=_user(run_as))
+    limits = Limits(
+        timeout=timeout,
+        memory_bytes=memory_mb * _MIB,
+        processes=processes,
+        scratch_bytes=scratch_mb * _MIB,
+        tree_bytes=tree_mb * _MIB,
+        run_as=_user(run_as),
+    )
     with ExitStack() as cleanup:
         try:
             private = load_key_file(key)
@@ -89,7 +111,7 @@ def run(
         except (KeyFileError, StudioloError, httpx.HTTPError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
-        runner = Runner(port, private, limits=limits, workdir=workdir, echo=typer.echo)
+        runner = _runner(port, private, limits, workdir, unsafe_no_isolation)
         if not once:
             stop = threading.Event()
             _stop_on_signals(stop)
@@ -103,6 +125,26 @@ def run(
     typer.echo(f"{len(reports)} item(s) processed")
     if any(r.status == "error" for r in reports):
         raise typer.Exit(1)
+
+
+def _runner(
+    port: VerifierPort, key: Ed25519PrivateKey, limits: Limits, workdir: Path | None, unsafe: bool
+) -> Runner:
+    try:
+        runner = Runner(
+            port, key, limits=limits, workdir=workdir, echo=typer.echo, unsafe_no_isolation=unsafe
+        )
+    except IsolationUnavailable as exc:
+        typer.echo(
+            f"error: cannot isolate checks: {exc}. Checker code would run with this process's access "
+            "(its key, token, files); install bubblewrap, or pass --unsafe-no-isolation to run anyway "
+            "(see docs/verifiers.md)",
+            err=True,
+        )
+        raise typer.Exit(2) from exc
+    if runner.isolation is None:
+        typer.echo("warning: --unsafe-no-isolation: checks are NOT isolated from this verifier", err=True)
+    return runner
 
 
 def _client_settings(ctx: typer.Context) -> ClientSettings:

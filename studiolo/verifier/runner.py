@@ -20,13 +20,14 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from studiolo._exceptions import StudioloError
+from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes, digest_json
 from studiolo.keys import sign
-from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.verifier.checkers import Checker, CheckerConfigError, CheckOutcome, registry
+from studiolo.verifier.isolation import Isolation
 from studiolo.verifier.port import VerifierPort
 from studiolo.verifier.sandbox import Limits, Sandbox, Workspace
-from studiolo.verifier.tree import IntegrityError, TreeConflict, materialize
+from studiolo.verifier.tree import IntegrityError, TreeConflict, TreeTooLarge, materialize
 
 __all__ = ["ItemReport", "Runner"]
 
@@ -62,6 +63,8 @@ class Runner:
         checkers: Mapping[str, Checker] | None = None,
         limits: Limits | None = None,
         workdir: Path | None = None,
+        isolation: Isolation | None = None,
+        unsafe_no_isolation: bool = False,
         clock: Callable[[], float] = time.time,
         echo: Callable[[str], None] = lambda _line: None,
     ) -> None:
@@ -69,6 +72,9 @@ class Runner:
         self.key = key
         self.checkers = dict(checkers) if checkers is not None else registry()
         self.limits = limits or Limits()
+        # Checks run isolated unless the caller explicitly asks otherwise; a machine that
+        # cannot isolate raises IsolationUnavailable here, before any work is taken.
+        self.isolation = None if unsafe_no_isolation else isolation or Isolation.probe(self.limits.run_as)
         self.workdir = workdir
         self.clock = clock
         self.echo = echo
@@ -143,17 +149,10 @@ class Runner:
     def _check(
         self, item: VerificationItem, checker: Checker, spec: CandidateTree
     ) -> tuple[CheckOutcome, bytes]:
-        cache: dict[str, bytes] = {}
-
-        def fetch(digest: str) -> bytes:
-            if digest not in cache:
-                cache[digest] = self.port.blob(digest)
-            return cache[digest]
-
         with Workspace(self.workdir) as ws:
             try:
-                materialize(spec, fetch, ws.tree)
-            except TreeConflict as exc:
+                materialize(spec, self.port.blob, ws.tree, self.limits.tree_bytes)
+            except (TreeConflict, TreeTooLarge) as exc:
                 outcome = CheckOutcome(False, f"{exc}\n".encode(), f"the tree cannot be built: {exc}")
                 return outcome, _log(item, spec, None, outcome)
             sealed = ws.seal()
@@ -165,8 +164,9 @@ class Runner:
             return outcome, _log(item, spec, sealed, outcome)
 
     def _run_checker(self, checker: Checker, item: VerificationItem, ws: Workspace) -> CheckOutcome:
+        sandbox = Sandbox(ws, self.limits, isolation=self.isolation)
         try:
-            return checker.run(ws.tree, item.checker_config, Sandbox(ws, self.limits))
+            return checker.run(ws.tree, item.checker_config, sandbox)
         except CheckerConfigError as exc:
             return CheckOutcome(False, f"checker misconfigured: {exc}\n".encode(), f"misconfigured: {exc}")
 

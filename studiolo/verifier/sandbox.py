@@ -1,17 +1,19 @@
-"""Run a checker's process: fresh workspace, read-only input, timeout, resource limits.
+"""Run a checker's process: fresh workspace, isolation, timeout, per-check resource limits.
 
 A `Workspace` is a new temporary directory holding `tree/` (the candidate, sealed
-read-only), `scratch/` (the only place a checker is meant to write: `$HOME`, `$TMPDIR`,
-`$STUDIOLO_SCRATCH`) and `output.log`. `Sandbox.run` starts a process in its own session
-with POSIX resource limits, kills the whole process group on timeout (and after every
-run), and never lets the checker's output grow without bound.
+read-only), `scratch/`, `inputs/` (files the runner writes for the checker, such as a
+pytest.ini), `reports/` (files the checker writes for the runner, such as a JUnit report)
+and `output.log`. `Sandbox.run` starts one process of a check:
 
-This is containment for honest-but-buggy checkers, not a security boundary. Permissions
-stop a non-root checker from writing into the tree; root ignores permission bits, so the
-runner also compares the tree's digest (and the workspace's listing) before and after.
-Writes anywhere else are stopped only by the operating system: give `Limits.run_as` an
-unprivileged uid/gid (a root verifier then runs checkers as that user), or run the
-verifier as a dedicated user or in a container when checkers may be hostile.
+- isolated (the default; see `isolation.py`): in bubblewrap's namespaces, seeing only the
+  toolchain, the tree, the inputs and reports, and a size-limited tmpfs as `scratch`, as
+  an unprivileged uid; in a fresh cgroup (see `cgroups.py`) whose memory and process
+  limits hold for everything the run starts, killed and removed afterwards;
+- not isolated (`isolation=None`, only with the runner's explicit unsafe option): in its
+  own session with POSIX rlimits, as the verifier's own user (or `Limits.run_as`).
+
+Either way the wall-clock timeout kills everything the run started, the environment is
+explicit, and the checker's output never grows without bound.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from studiolo.verifier.cgroups import CheckCgroup
+from studiolo.verifier.isolation import Isolation, View
 from studiolo.verifier.tree import remove_tree, tree_digest
 
 __all__ = ["Limits", "ProcessResult", "Sandbox", "Workspace"]
@@ -42,12 +46,14 @@ class Limits:
     """Ceilings for one check. `None` leaves a resource at the verifier's own limit."""
 
     timeout: float = 300.0  # wall clock, seconds; a checker's config may ask for less, never more
-    cpu_seconds: int | None = None  # default: the timeout, rounded up, plus one second
-    memory_bytes: int | None = 2 * _GIB  # address space (RLIMIT_AS)
+    cpu_seconds: int | None = None  # per process; default: the timeout, rounded up, plus one second
+    memory_bytes: int | None = 2 * _GIB  # per check (cgroup); per process (RLIMIT_AS) without one
     file_bytes: int | None = 256 * _MIB  # largest file the checker may write (RLIMIT_FSIZE)
-    processes: int | None = 1024  # RLIMIT_NPROC: counts *all* processes of the user; root ignores it
+    processes: int | None = 256  # per check (pids cgroup); RLIMIT_NPROC (per user) without one
+    scratch_bytes: int | None = 512 * _MIB  # the scratch tmpfs of an isolated check
+    tree_bytes: int | None = 1 * _GIB  # the materialized candidate tree, counted before writing
     log_bytes: int = 1 * _MIB  # output kept in the log (the head and the tail)
-    run_as: tuple[int, int] | None = None  # (uid, gid) for checker processes; the verifier must be root
+    run_as: tuple[int, int] | None = None  # (uid, gid) of checks; isolated default 65534 (root only)
 
     def effective_timeout(self, requested: float | None = None) -> float:
         return self.timeout if requested is None else min(requested, self.timeout)
@@ -60,28 +66,35 @@ class ProcessResult:
     timed_out: bool
     output: bytes  # stdout and stderr, interleaved, truncated to `Limits.log_bytes`
     seconds: float
+    limits_hit: tuple[str, ...] = ()  # "memory", "processes": per-check limits the run reached
 
     def describe(self) -> str:
         if self.timed_out:
-            return f"timed out after {self.seconds:.1f}s (process group killed)"
-        code = self.exit_code
-        if code is not None and code < 0:
-            return f"killed by signal {signal.Signals(-code).name}"
-        return f"exit code {code}"
+            text = f"timed out after {self.seconds:.1f}s (every process of the check killed)"
+        elif self.exit_code is not None and self.exit_code < 0:
+            text = f"killed by signal {signal.Signals(-self.exit_code).name}"
+        else:
+            text = f"exit code {self.exit_code}"
+        hit = [f"the check's {name} limit was reached" for name in self.limits_hit]
+        return "; ".join([text, *hit])
 
 
 class Workspace:
     """A fresh temporary directory for one check; removed on exit, whatever the checker did."""
 
-    _EXPECTED = frozenset({"tree", "scratch", "output.log"})
+    _EXPECTED = frozenset({"tree", "scratch", "inputs", "reports", "output.log"})
 
     def __init__(self, parent: Path | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="studiolo-verify-", dir=parent))
         self.tree = self.root / "tree"
         self.scratch = self.root / "scratch"
+        self.inputs = self.root / "inputs"
+        self.reports = self.root / "reports"
         self.output = self.root / "output.log"
         self.tree.mkdir()
         self.scratch.mkdir(mode=0o700)
+        self.inputs.mkdir(mode=0o755)
+        self.reports.mkdir(mode=0o755)
         self.output.touch(mode=0o600)
         self._sealed_digest: str | None = None
 
@@ -115,11 +128,16 @@ class Workspace:
 
 
 class Sandbox:
-    """Runs commands for one check inside a `Workspace`, under `Limits`."""
+    """Runs commands for one check inside a `Workspace`, under `Limits`.
 
-    def __init__(self, workspace: Workspace, limits: Limits) -> None:
+    `isolation` is required: an `Isolation` (see `Isolation.probe`), or `None` to run
+    without any, which only the runner's explicit unsafe option should ask for.
+    """
+
+    def __init__(self, workspace: Workspace, limits: Limits, *, isolation: Isolation | None) -> None:
         self.workspace = workspace
         self.limits = limits
+        self.isolation = isolation
 
     @property
     def tree(self) -> Path:
@@ -128,6 +146,41 @@ class Sandbox:
     @property
     def scratch(self) -> Path:
         return self.workspace.scratch
+
+    def input_file(self, name: str, data: bytes) -> Path:
+        """A file the checker may read but not change (the path is the same inside)."""
+        path = self.workspace.inputs / name
+        path.write_bytes(data)
+        path.chmod(0o444)
+        return path
+
+    def report_file(self, name: str) -> Path:
+        """An empty file the checker may write (its only writable place besides scratch)."""
+        path = self.workspace.reports / name
+        path.touch(mode=0o644)
+        owner = self._uid()
+        if owner is not None and owner != (os.geteuid(), os.getegid()):
+            os.chown(path, *owner)
+        return path
+
+    def _uid(self) -> tuple[int, int] | None:
+        if self.isolation is not None and self.isolation.uid is not None:
+            return self.isolation.uid, self.isolation.gid or self.isolation.uid
+        return self.limits.run_as if self.isolation is None else None
+
+    def describe(self) -> str:
+        """One line for the log: how this check was contained, and what was not enforced."""
+        if self.isolation is None:
+            return "NOT isolated (--unsafe-no-isolation): per-process rlimits only"
+        cgroups = self.isolation.cgroups
+        scratch = self.limits.scratch_bytes
+        size = f"{scratch // _MIB} MiB" if scratch is not None else "unlimited"
+        per_check = (
+            f"memory and processes per check: {cgroups.describe()}"
+            if cgroups.parents
+            else f"memory and processes per process only: no cgroup ({cgroups.reason})"
+        )
+        return f"{self.isolation.describe()}; {per_check}; scratch tmpfs {size}"
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """A small, explicit environment: nothing of the verifier's own (tokens, keys) leaks in."""
@@ -153,22 +206,51 @@ class Sandbox:
         *,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
+        network: bool = False,
     ) -> ProcessResult:
-        """Run `argv` with cwd = the read-only tree; kill its process group when done."""
+        """Run `argv` with cwd = the read-only tree; kill everything it started when done."""
         wall = self.limits.effective_timeout(timeout)
-        if self.limits.run_as is not None:
-            os.chown(self.scratch, *self.limits.run_as)
+        group = self._cgroup()
+        try:
+            return self._run(argv, wall, env, network, group)
+        finally:
+            if group is not None:
+                group.remove()
+
+    def _cgroup(self) -> CheckCgroup | None:
+        if self.isolation is None:
+            return None
+        return self.isolation.cgroups.create(self.limits.memory_bytes, self.limits.processes)
+
+    def _command(self, argv: Sequence[str], network: bool) -> list[str]:
+        if self.isolation is None:
+            if self.limits.run_as is not None:
+                os.chown(self.scratch, *self.limits.run_as)
+            return list(argv)
+        ws = self.workspace
+        view = View(ws.tree, ws.scratch, ws.inputs, ws.reports, self.limits.scratch_bytes, network)
+        return self.isolation.wrap(argv, view)
+
+    def _run(
+        self,
+        argv: Sequence[str],
+        wall: float,
+        env: Mapping[str, str] | None,
+        network: bool,
+        group: CheckCgroup | None,
+    ) -> ProcessResult:
+        command = self._command(argv, network)
         start = time.monotonic()
         with open(self.workspace.output, "wb") as out:
             proc = subprocess.Popen(
-                list(argv),
+                command,
                 cwd=self.tree,
                 env=self.env(env),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_rlimits(self.limits, wall),
+                preexec_fn=_child_setup(self.limits, wall, group, self.isolation is None),
                 close_fds=True,
             )
             timed_out = False
@@ -176,32 +258,54 @@ class Sandbox:
                 code: int | None = proc.wait(timeout=wall)
             except subprocess.TimeoutExpired:
                 timed_out, code = True, None
-            _kill_group(proc.pid)
+            seconds = wall if timed_out else time.monotonic() - start  # a timeout says its limit
+            _kill_all(proc.pid, group)
             proc.wait()
+        if self.isolation is not None and code is not None:
+            code = _signal_code(code)
         output = _read_bounded(self.workspace.output, self.limits.log_bytes)
-        return ProcessResult(tuple(argv), code, timed_out, output, time.monotonic() - start)
+        hit = group.limits_hit() if group is not None else ()
+        return ProcessResult(tuple(argv), code, timed_out, output, seconds, hit)
 
 
-def _kill_group(pgid: int) -> None:
+def _signal_code(code: int) -> int:
+    """bwrap reports a check killed by signal N as exit code 128 + N (as shells do)."""
+    signals = {s.value for s in signal.Signals}
+    return -(code - 128) if code > 128 and code - 128 in signals else code
+
+
+def _kill_all(pgid: int, group: CheckCgroup | None) -> None:
+    """The process group (without isolation), bwrap (whose death ends the PID namespace),
+    and whatever is left in the check's cgroup."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+    if group is not None:
+        group.kill()
 
 
-def _rlimits(limits: Limits, wall: float) -> Callable[[], None]:
-    """Compute the limits in the parent; the child only calls setrlimit (fork-safe)."""
+def _child_setup(limits: Limits, wall: float, group: CheckCgroup | None, unsafe: bool) -> Callable[[], None]:
+    """Compute everything in the parent; the child only writes its pid, calls setrlimit
+    and (without isolation) drops to `run_as` — all fork-safe system calls."""
     cpu = limits.cpu_seconds if limits.cpu_seconds is not None else int(wall) + 1
+    memory = None if group is not None and "memory" in group.dirs else limits.memory_bytes
+    processes = None if group is not None and "pids" in group.dirs else limits.processes
     wanted: list[tuple[int, int | None]] = [
         (resource.RLIMIT_CPU, cpu),
-        (resource.RLIMIT_AS, limits.memory_bytes),
+        (resource.RLIMIT_AS, memory),
         (resource.RLIMIT_FSIZE, limits.file_bytes),
-        (resource.RLIMIT_NPROC, limits.processes),
+        (resource.RLIMIT_NPROC, processes),
         (resource.RLIMIT_CORE, 0),
     ]
     settings = [(res, _pair(res, value)) for res, value in wanted if value is not None]
-
-    run_as = limits.run_as
+    procs_files = group.procs_files() if group is not None else ()
+    run_as = limits.run_as if unsafe else None
 
     def apply() -> None:
+        pid = str(os.getpid()).encode()
+        for path in procs_files:
+            fd = os.open(path, os.O_WRONLY)
+            os.write(fd, pid)
+            os.close(fd)
         for res, pair in settings:
             resource.setrlimit(res, pair)
         if run_as is not None:

@@ -16,11 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from studiolo._exceptions import InvalidPath
+from studiolo.api.verification import CandidateTree
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.paths import normalize_path
-from studiolo.api.verification import CandidateTree
 
-__all__ = ["IntegrityError", "TreeConflict", "materialize", "remove_tree", "tree_digest"]
+__all__ = [
+    "IntegrityError",
+    "TreeConflict",
+    "TreeTooLarge",
+    "materialize",
+    "remove_tree",
+    "tree_digest",
+]
 
 
 class TreeConflict(Exception):
@@ -31,17 +38,45 @@ class IntegrityError(Exception):
     """Bytes from the service do not match their digest, or a path is not in normal form."""
 
 
-def materialize(spec: CandidateTree, fetch: Callable[[str], bytes], dest: Path) -> None:
-    """Write every entry of `spec` under `dest` (an empty directory)."""
+class TreeTooLarge(Exception):
+    """The tree's files add up to more bytes than the verifier materializes."""
+
+
+def materialize(
+    spec: CandidateTree, fetch: Callable[[str], bytes], dest: Path, max_bytes: int | None = None
+) -> None:
+    """Write every entry of `spec` under `dest` (an empty directory).
+
+    Every blob is fetched and checked, and the tree's total size (each path counted, so one
+    blob listed under many paths counts many times) compared with `max_bytes`, before
+    anything is written.
+    """
+    blobs = _fetch_all(spec, fetch, max_bytes)
     for entry in spec.entries:
         target = dest / _safe(entry.path)
-        data = fetch(entry.digest)
-        if digest_bytes(data) != entry.digest:
-            raise IntegrityError(f"{entry.path}: the blob does not match {entry.digest}")
+        data = blobs[entry.digest]
         _mkdirs(dest, target.parent)
         if target.exists() or target.is_symlink():
             raise TreeConflict(f"{entry.path} is both a file and a directory")
         target.write_bytes(data)
+
+
+def _fetch_all(spec: CandidateTree, fetch: Callable[[str], bytes], max_bytes: int | None) -> dict[str, bytes]:
+    blobs: dict[str, bytes] = {}
+    total = 0
+    for entry in spec.entries:
+        _safe(entry.path)
+        if entry.digest not in blobs:
+            data = fetch(entry.digest)
+            if digest_bytes(data) != entry.digest:
+                raise IntegrityError(f"{entry.path}: the blob does not match {entry.digest}")
+            blobs[entry.digest] = data
+        total += len(blobs[entry.digest])
+        if max_bytes is not None and total > max_bytes:
+            raise TreeTooLarge(
+                f"the tree's files add up to more than {max_bytes} bytes ({len(spec.entries)} files)"
+            )
+    return blobs
 
 
 def _safe(path: str) -> str:

@@ -7,14 +7,22 @@ from typing import Any
 import pytest
 
 from studiolo.verifier import InProcessPort, Limits, Runner
+from studiolo.verifier.isolation import Isolation
 from tests.world import World
 
 MakeRunner = Callable[..., Runner]
 
 
+@pytest.fixture(scope="session")
+def isolation() -> Isolation:
+    """Checks run isolated in these tests, as they do by default (bwrap must be installed)."""
+    return Isolation.probe()
+
+
 @pytest.fixture
-def make_runner(world: World, tmp_path: Path) -> MakeRunner:
-    """A runner for the world's verifier, in process, with short limits and a private workdir."""
+def make_runner(world: World, tmp_path: Path, isolation: Isolation) -> MakeRunner:
+    """A runner for the world's verifier, in process, isolated, with short limits and a
+    private workdir."""
     workdir = tmp_path / "verifier-work"
     workdir.mkdir()
 
@@ -22,6 +30,8 @@ def make_runner(world: World, tmp_path: Path) -> MakeRunner:
         kw.setdefault("limits", Limits(timeout=60.0))
         kw.setdefault("clock", world.clock)
         kw.setdefault("workdir", workdir)
+        if not kw.get("unsafe_no_isolation"):
+            kw.setdefault("isolation", isolation)
         port = kw.pop("port", None) or InProcessPort(world.coord, world.verifier, world.project_id)
         return Runner(port, kw.pop("key", world.verifier_key), **kw)
 

@@ -18,13 +18,14 @@ from studiolo.verifier.checkers import (
     PytestChecker,
     registry,
 )
+from studiolo.verifier.isolation import Isolation
 from studiolo.verifier.sandbox import Limits, Sandbox, Workspace
 
 SCHEMA = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}
 
 
 @pytest.fixture
-def make_sandbox(tmp_path: Path) -> Iterator[Any]:
+def make_sandbox(tmp_path: Path, isolation: Isolation) -> Iterator[Any]:
     made: list[Workspace] = []
 
     def make(files: Mapping[str, bytes]) -> Sandbox:
@@ -34,7 +35,7 @@ def make_sandbox(tmp_path: Path) -> Iterator[Any]:
             (ws.tree / rel).write_bytes(data)
         ws.seal()
         made.append(ws)
-        return Sandbox(ws, Limits(timeout=60))
+        return Sandbox(ws, Limits(timeout=60), isolation=isolation)
 
     yield make
     for ws in made:
@@ -50,10 +51,13 @@ def test_command_passes_on_exit_zero(make_sandbox: Any) -> None:
     assert CommandChecker().run(sb.tree, {"argv": ["test", "-f", "a.txt"]}, sb).passed
     failed = CommandChecker().run(sb.tree, {"argv": ["test", "-f", "b.txt"]}, sb)
     assert not failed.passed and failed.summary == "exit code 1"
-    assert failed.log.startswith(b"$ test -f b.txt\n[exit code 1]\n")
+    assert failed.log.startswith(b"$ test -f b.txt\n[exit code 1]\n[sandbox: isolated (bwrap")
 
 
-@pytest.mark.parametrize("config", [{}, {"argv": []}, {"argv": "make"}, {"argv": ["true"], "timeout": -1}])
+@pytest.mark.parametrize(
+    "config",
+    [{}, {"argv": []}, {"argv": "make"}, {"argv": ["true"], "timeout": -1}, {"argv": ["true"], "network": 1}],
+)
 def test_command_config_errors(make_sandbox: Any, config: dict[str, Any]) -> None:
     sb = make_sandbox({})
     with pytest.raises(CheckerConfigError):
@@ -76,11 +80,38 @@ def test_pytest_with_no_tests_fails(make_sandbox: Any) -> None:
     assert not outcome.passed and outcome.summary == "no tests ran"
 
 
+def test_pytest_zero_tests_fails_even_when_pytest_exits_zero(make_sandbox: Any) -> None:
+    """A conftest that turns "no tests collected" (exit 5) into exit 0: the report decides."""
+    conftest = b"def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 0\n"
+    sb = make_sandbox({"conftest.py": conftest, "test_nothing.py": b"# no tests here\n"})
+    outcome = PytestChecker().run(sb.tree, {}, sb)
+    assert not outcome.passed
+    assert outcome.summary == "no tests ran; but the test report shows no test run"
+    assert b"[exit code 0]" in outcome.log
+
+
+def test_pytest_os_exit_zero_at_import_fails(make_sandbox: Any) -> None:
+    candidate = b"import os; os._exit(0)\n\ndef test_never_runs():\n    assert False\n"
+    sb = make_sandbox({"test_evil.py": candidate})
+    outcome = PytestChecker().run(sb.tree, {}, sb)
+    assert not outcome.passed
+    assert "no test report was written" in outcome.summary
+    assert b"[exit code 0]" in outcome.log
+
+
+def test_pytest_only_skipped_tests_fail(make_sandbox: Any) -> None:
+    tests = b"import pytest\n\n@pytest.mark.skip\ndef test_a():\n    pass\n"
+    sb = make_sandbox({"test_skip.py": tests})
+    outcome = PytestChecker().run(sb.tree, {}, sb)
+    assert not outcome.passed and outcome.summary == "1 skipped; but the test report shows no test run"
+
+
 def test_pytest_ignores_config_above_the_tree(make_sandbox: Any, tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --this-option-does-not-exist\n")
     sb = make_sandbox({"test_ok.py": b"def test_ok():\n    pass\n"})
     outcome = PytestChecker().run(sb.tree, {}, sb)
     assert outcome.passed and outcome.summary == "1 passed"
+    assert outcome.log.endswith(b"[junit report: ok]\n")
 
 
 def test_pytest_timeout_is_a_failure(make_sandbox: Any) -> None:

@@ -70,14 +70,29 @@ def test_a_timeout_is_a_clear_failed_receipt(world: World, make_runner: MakeRunn
 
 
 @pytest.mark.parametrize("target", ["src/answer.txt", "new.txt", "../escaped.txt"])
-def test_writing_outside_the_scratch_directory_fails_the_check(
+def test_writing_outside_the_scratch_directory_is_refused(
+    world: World, make_runner: MakeRunner, target: str
+) -> None:
+    script = f"echo scratch > $TMPDIR/ok; echo pwned > {target}; exit 0"
+    checker = admit(world, "sneaky", "command", {"argv": ["/bin/sh", "-c", script]})
+    _task, attempt = _claim(world, checker)
+    world.candidate(attempt, {"src/answer.txt": b"42\n"})
+    [report] = make_runner().run_once()
+    receipt = world.coord.receipt(world.agent, report.receipt_id or "")
+    log = world.coord.get_blob(world.agent, receipt.log_digest or "")
+    assert b"Read-only file system" in log
+    assert report.status == "pass"  # the check ran on the intact tree and said so
+
+
+@pytest.mark.parametrize("target", ["src/answer.txt", "new.txt", "../escaped.txt"])
+def test_unisolated_writes_outside_the_scratch_directory_fail_the_check(
     world: World, make_runner: MakeRunner, target: str
 ) -> None:
     script = f"echo scratch > $TMPDIR/ok; echo pwned > {target}; exit 0"
     checker = admit(world, "sneaky", "command", {"argv": ["/bin/sh", "-c", script]})
     _task, attempt = _claim(world, checker)
     cand = world.candidate(attempt, {"src/answer.txt": b"42\n"})
-    [report] = make_runner().run_once()
+    [report] = make_runner(unsafe_no_isolation=True).run_once()
     assert report.status == "fail"
     if os.geteuid() == 0:  # permissions do not stop root: the digest comparison does
         assert report.summary.startswith("checker modified its input")
@@ -85,7 +100,7 @@ def test_writing_outside_the_scratch_directory_fails_the_check(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping privileges needs root")
-def test_a_root_verifier_can_run_checkers_as_an_unprivileged_user(
+def test_unisolated_a_root_verifier_can_run_checkers_as_an_unprivileged_user(
     world: World, make_runner: MakeRunner
 ) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="studiolo-test-"))  # root's, traversable by nobody
@@ -98,7 +113,7 @@ def test_a_root_verifier_can_run_checkers_as_an_unprivileged_user(
     try:
         workdir.chmod(0o711)
         limits = Limits(timeout=30, run_as=(nobody.pw_uid, nobody.pw_gid))
-        [report] = make_runner(limits=limits, workdir=workdir).run_once()
+        [report] = make_runner(limits=limits, workdir=workdir, unsafe_no_isolation=True).run_once()
         assert not outside.exists()
     finally:
         remove_tree(workdir)
