@@ -152,16 +152,6 @@ class ContentOps(Base):
 
         return self.store.read(run)
 
-    def artifact_history(self, caller: Principal, project_id: str, path: str) -> list[dict[str, object]]:
-        norm = normalize_path(path)
-
-        def run(tx: Tx) -> list[dict[str, object]]:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ, norm)
-            return list(tx.content.history(project_id, norm))
-
-        return self.store.read(run)
-
     def edit_artifact(
         self,
         caller: Principal,
