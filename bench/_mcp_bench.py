@@ -1,0 +1,201 @@
+"""Tool calls per second over MCP (streamable HTTP, `/mcp`) vs the same door operations over
+the plain HTTP API (`studiolo.client`), one client, sequential, one server, one run.
+
+    python bench/mcp.py [--reads 300] [--cycles 40]   (this module runs through it)
+
+- `get_task`: the `get_task` tool vs `GET /v1/tasks/{id}`.
+- a cycle: claim → submit → complete. Both sides make the same door calls the tools make:
+  claim and read the task (the contract hash), upload and submit, read the candidate, the
+  attempt and the receipts, complete. A verifier signs each candidate between submit and
+  complete, through the plain API and outside the timing, on both sides.
+
+The server is `studiolo serve` in a subprocess on a fresh SQLite ledger. The last line is
+JSON; `mcp_overhead_ratio` = MCP time ÷ HTTP time for the cycle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+from mcp import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
+
+from studiolo.client import Client
+from studiolo.demo import DemoProject, setup_project
+from studiolo.faces.http.server import free_port
+from studiolo.service import Coordinator
+from studiolo.settings import Settings
+from studiolo.store import Store
+
+
+def _tasks(demo: DemoProject, n: int, label: str) -> list[str]:
+    coord = demo.coord
+    return [
+        coord.create_task(
+            demo.admin, demo.project_id, f"{label} {i}", criteria={"tests": "unit@1"}, scope=["src/**"]
+        ).id
+        for i in range(n)
+    ]
+
+
+def _sign(verifier: Client, demo: DemoProject, candidate_id: str) -> None:
+    verifier.sign_receipt(
+        candidate_id, "tests", "pass", demo.verifier_key, issued_at_ms=int(time.time() * 1000)
+    )
+
+
+def _http_cycle(c: Client, verifier: Client, demo: DemoProject, task_id: str, i: int) -> float:
+    t0 = time.perf_counter()
+    attempt = c.claim(task_id)
+    contract_hash = c.task(task_id).task.contract_hash
+    digest = c.put_blob(f"{i}\n".encode()).digest
+    path = f"src/http/{i}.txt"
+    cand = c.submit_candidate(attempt.id, {path: digest}, {path: 0})
+    spent = time.perf_counter() - t0
+    _sign(verifier, demo, cand.id)
+    t0 = time.perf_counter()
+    cand = c.candidate(cand.id)
+    att = c.attempt(cand.attempt_id)
+    evidence = [r.id for r in c.receipts(cand.id)]
+    c.complete(
+        task_id,
+        request_id=f"{att.id}:{cand.id}",
+        attempt_id=att.id,
+        fence=att.fence,
+        contract_hash=contract_hash,
+        candidate_id=cand.id,
+        evidence=evidence,
+    )
+    return spent + time.perf_counter() - t0
+
+
+async def _mcp_cycle(m: McpClient, verifier: Client, demo: DemoProject, task_id: str, i: int) -> float:
+    t0 = time.perf_counter()
+    claim = _ok(await m.call_tool("claim_task", {"task_id": task_id}))
+    path = f"src/mcp/{i}.txt"
+    args = {"attempt_id": claim["attempt"]["id"], "files": {path: f"{i}\n"}, "bases": {path: 0}}
+    cand = _ok(await m.call_tool("submit_candidate", args))
+    spent = time.perf_counter() - t0
+    await anyio.to_thread.run_sync(_sign, verifier, demo, cand["id"])
+    t0 = time.perf_counter()
+    done = {"task_id": task_id, "candidate_id": cand["id"], "contract_hash": claim["contract_hash"]}
+    _ok(await m.call_tool("complete_task", done))
+    return spent + time.perf_counter() - t0
+
+
+def _ok(result: Any) -> dict[str, Any]:
+    if result.is_error:
+        raise RuntimeError(result.content)
+    data: dict[str, Any] = result.structured_content
+    return data
+
+
+def _rate(durations: list[float]) -> float:
+    return len(durations) / sum(durations)
+
+
+async def _mcp_phase(
+    url: str, token: str, get_id: str, reads: int, cycle: Callable[..., Awaitable[float]], tasks: list[str]
+) -> tuple[list[float], list[float]]:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    async with http, McpClient(streamable_http_client(f"{url}/mcp", http_client=http)) as m:
+        _ok(await m.call_tool("get_task", {"task_id": get_id}))  # warm up outside the timing
+        gets = []
+        for _ in range(reads):
+            t0 = time.perf_counter()
+            _ok(await m.call_tool("get_task", {"task_id": get_id}))
+            gets.append(time.perf_counter() - t0)
+        cycles = [await cycle(m, i, task_id) for i, task_id in enumerate(tasks)]
+    return gets, cycles
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--reads", type=int, default=300)
+    parser.add_argument("--cycles", type=int, default=40)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="studiolo-bench-") as tmp:
+        url_db = Settings.sqlite_url(Path(tmp) / "bench.db")
+        store = Store(url_db)
+        coord = Coordinator(store, Settings(database_url=url_db))
+        admin = coord.initialize()
+        assert admin is not None
+        demo = setup_project(coord, admin.principal)
+        get_id = _tasks(demo, 1, "read")[0]
+        http_tasks, mcp_tasks = _tasks(demo, args.cycles, "http"), _tasks(demo, args.cycles, "mcp")
+        store.dispose()
+        port = free_port()
+        env = {**os.environ, "STUDIOLO_DATABASE_URL": url_db}
+        cmd = [
+            sys.executable,
+            "-c",
+            "from studiolo.faces.cli import main; main()",
+            "serve",
+            "--port",
+            str(port),
+        ]
+        server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait(url)
+            token = demo.tokens["agent-a"]
+            with Client(url, token) as c, Client(url, demo.tokens["ci"]) as verifier:
+                c.task(get_id)
+                http_gets = []
+                for _ in range(args.reads):
+                    t0 = time.perf_counter()
+                    c.task(get_id)
+                    http_gets.append(time.perf_counter() - t0)
+                http_cycles = [_http_cycle(c, verifier, demo, t, i) for i, t in enumerate(http_tasks)]
+
+                async def cycle(m: McpClient, i: int, task_id: str) -> float:
+                    return await _mcp_cycle(m, verifier, demo, task_id, i)
+
+                mcp_gets, mcp_cycles = anyio.run(_mcp_phase, url, token, get_id, args.reads, cycle, mcp_tasks)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    result = {
+        "mcp_overhead_ratio": round(sum(mcp_cycles) / sum(http_cycles), 3),
+        "get_task_ratio": round(sum(mcp_gets) / sum(http_gets), 3),
+        "get_task_http_per_s": round(_rate(http_gets), 1),
+        "get_task_mcp_per_s": round(_rate(mcp_gets), 1),
+        "cycle_http_ms": round(1000 * sum(http_cycles) / len(http_cycles), 1),
+        "cycle_mcp_ms": round(1000 * sum(mcp_cycles) / len(mcp_cycles), 1),
+        "cycles": args.cycles,
+        "reads": args.reads,
+    }
+    print(
+        f"get_task: {result['get_task_mcp_per_s']}/s over MCP vs {result['get_task_http_per_s']}/s over HTTP"
+    )
+    print(f"cycle: {result['cycle_mcp_ms']} ms over MCP vs {result['cycle_http_ms']} ms over HTTP")
+    print(json.dumps(result))
+
+
+def _wait(url: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError("the server did not start")
+
+
+if __name__ == "__main__":
+    main()
