@@ -66,3 +66,8 @@ def test_a_missing_module_is_an_error_not_a_missing_command() -> None:
     result = runner.invoke(broken, ["ghost"])
     assert isinstance(result.exception, ModuleNotFoundError)
     assert "No such command" not in result.output
+
+
+def test_a_typo_is_answered_with_a_lazy_command_name() -> None:
+    result = runner.invoke(app, ["tsk"])
+    assert result.exit_code == 2 and "Did you mean 'task'?" in result.output

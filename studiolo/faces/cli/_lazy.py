@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from difflib import get_close_matches
 from typing import ClassVar
 
 import typer
@@ -70,6 +71,17 @@ class LazyGroup(TyperGroup):
             return TyperCommand(name=cmd_name, help=entry.help)  # a stand-in, only to be listed
         command = self.commands[cmd_name] = load(cmd_name, entry)
         return command
+
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except _click.exceptions.UsageError as exc:  # suggest among the lazy names too
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if matches and "Did you mean" not in exc.message:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
+            raise
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         ctx.meta[_LISTING] = True
