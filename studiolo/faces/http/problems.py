@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from studiolo._exceptions import CompletionRejected, StudioloError
 
@@ -77,6 +78,11 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return problem_response(exc.status_code, reason, str(exc.detail), headers=exc.headers)
 
 
+async def _gone(_request: Request, _exc: Exception) -> JSONResponse:
+    """The client hung up, or its body missed its deadline: no one reads this, and it is no error of ours."""
+    return problem_response(400, "invalid_request", "the client disconnected before its request was complete")
+
+
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
     _log.exception("unexpected error", exc_info=exc)
     return problem_response(500, "internal_error", "an unexpected error occurred; it has been logged")
@@ -91,4 +97,5 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StudioloError, _studiolo_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(ClientDisconnect, _gone)
     app.add_exception_handler(Exception, _unexpected)
