@@ -45,7 +45,9 @@ class Live:
         return {"Authorization": f"Bearer {token or self.requester_token}", "A2A-Extensions": EXT}
 
     @asynccontextmanager
-    async def client(self, binding: str, streaming: bool, token: str | None = None) -> AsyncIterator[A2AClient]:
+    async def client(
+        self, binding: str, streaming: bool, token: str | None = None
+    ) -> AsyncIterator[A2AClient]:
         """The SDK's client; the card it uses is verified with nothing but the JWKS."""
         async with httpx.AsyncClient(headers=self.headers(token), timeout=30) as http:
             config = ClientConfig(
@@ -149,3 +151,8 @@ def in_thread(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+async def send(client: A2AClient, request: SendMessageRequest) -> list[Any]:
+    """Every StreamResponse of one send (a single Task when polling)."""
+    return [event async for event in client.send_message(request)]

@@ -13,7 +13,16 @@ import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, Task, TaskState
 
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION, MANIFEST_ID, RECEIPT_ID
-from tests.faces.a2a.conftest import Live, in_thread, message, run, studiolo_task_id, verify_manifest, work_task
+from tests.faces.a2a.conftest import (
+    Live,
+    in_thread,
+    message,
+    run,
+    send,
+    studiolo_task_id,
+    verify_manifest,
+    work_task,
+)
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 S = TaskState
@@ -74,7 +83,7 @@ def test_streaming_submitted_working_completed(live: Live, binding: str) -> None
 def test_polling_completed_task_carries_every_artifact(live: Live, binding: str) -> None:
     async def go() -> list[Task]:
         async with live.client(binding, streaming=False) as client:
-            first = [ev async for ev in client.send_message(message("answer 42", live.skill))][0].task
+            first = (await send(client, message("answer 42", live.skill)))[0].task
             seen = [first]
             worker = in_thread(work_task, live, studiolo_task_id(first))
             while seen[-1].status.state not in (S.TASK_STATE_COMPLETED, S.TASK_STATE_FAILED):
