@@ -26,6 +26,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studiolo._exceptions import StudioloError
+from studiolo.faces.a2a.admin import admin_routes
 from studiolo.faces.a2a.card import build_card, sign_card
 from studiolo.faces.a2a.executor import LedgerExecutor
 from studiolo.faces.a2a.ledger import LedgerTaskStore, PrincipalUser, Renderer
@@ -59,6 +60,7 @@ def mount_a2a(
     handler = _Handler(LedgerExecutor(renderer, poll_seconds), LedgerTaskStore(renderer), static)
     builder = _ContextBuilder()
     routes: list[Any] = [Route("/tasks/{task_id}/files/{path:path}", _files(renderer), methods=["GET"])]
+    routes += admin_routes(door)
     routes += create_jsonrpc_routes(handler, "/jsonrpc", context_builder=builder)
     routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
     app.mount("/a2a", _BearerGate(Starlette(routes=routes), door))

@@ -68,17 +68,18 @@ def live(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
     coord, admin, pid = world.coord, world.admin, world.project_id
     requester = coord.add_principal(admin, pid, "partner-org", "agent").principal
     coord.grant(admin, pid, requester.id, ["delegate"], ["src/**"])
-    template = coord.define_intake(
-        admin, pid, "fix", description="fix code under src/", criteria={"tests": "unit@1"}, scope=["src/**"]
-    )
     port = free_port()
     settings = Settings(database_url=coord.store.url, public_url=f"http://127.0.0.1:{port}")
     monkeypatch.setattr("studiolo.faces.http.server.create_app", _fast_app)
     with ServerThread(coord, settings, port=port) as server:
         actors = Actors(world, issue_tokens(world), url=server.url)
         token = coord.rotate_token(admin, requester.id).token
+        body = {"description": "fix code under src/", "criteria": {"tests": "unit@1"}, "scope": ["src/**"]}
+        auth = {"Authorization": f"Bearer {actors.tokens['admin']}"}
+        r = httpx.put(f"{server.url}/a2a/admin/projects/{pid}/intakes/fix", json=body, headers=auth)
+        assert r.status_code == 200, r.text
         try:
-            yield Live(world, actors, server.url, token, template.skill_id)
+            yield Live(world, actors, server.url, token, r.json()["skill"])
         finally:
             actors.close()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.types.a2a_pb2 import GetTaskRequest, Task, TaskState
+from a2a.types.a2a_pb2 import GetTaskRequest, SubscribeToTaskRequest, Task, TaskState
 
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION, MANIFEST_ID, RECEIPT_ID
 from tests.faces.a2a.conftest import (
@@ -28,7 +28,9 @@ BINDINGS = ["JSONRPC", "HTTP+JSON"]
 S = TaskState
 
 
-def _check_artifacts(live: Live, artifacts: list[Any]) -> dict[str, Any]:
+def _check_artifacts(
+    live: Live, artifacts: list[Any], file_id: str = "file:src/answer.txt"
+) -> dict[str, Any]:
     """Every artifact is listed in the manifest with its SHA-256 and size; the manifest is last."""
     assert artifacts[-1].artifact_id == MANIFEST_ID
     assert list(artifacts[-1].extensions) == [MANIFEST_EXTENSION]
@@ -45,7 +47,7 @@ def _check_artifacts(live: Live, artifacts: list[Any]) -> dict[str, Any]:
             data = part.text.encode()
         assert hashlib.sha256(data).hexdigest() == listed[a.artifact_id]["sha256"]
         assert len(data) == listed[a.artifact_id]["size"]
-    assert RECEIPT_ID in listed and "file:src/answer.txt" in listed
+    assert RECEIPT_ID in listed and file_id in listed
     return manifest
 
 
@@ -98,3 +100,41 @@ def test_polling_completed_task_carries_every_artifact(live: Live, binding: str)
     for t in seen[:-1]:
         assert not t.artifacts  # nothing authoritative before the contract held
     _check_artifacts(live, list(seen[-1].artifacts))
+
+
+def test_resubscribe_and_a_large_file_as_a_url_part(live: Live) -> None:
+    big = bytes(range(256)) * 1200  # 300 KiB: above the inline bound, served by Studiolo
+
+    async def go() -> list[tuple[str, Any]]:
+        async with live.client("HTTP+JSON", streaming=True) as client:
+            first = await client.get_task(GetTaskRequest(id=await _started(live)))
+            worker = in_thread(work_task, live, studiolo_task_id(first), "pass", {"src/big.bin": big})
+            events = []
+            async for ev in client.subscribe(SubscribeToTaskRequest(id=first.id)):
+                kind = ev.WhichOneof("payload")
+                events.append((kind, getattr(ev, kind)))
+            await asyncio.to_thread(worker[0].join)
+        return events
+
+    events = run(go())
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "task" and kinds[-1] == "status_update"
+    assert events[-1][1].status.state == S.TASK_STATE_COMPLETED
+    artifacts = [e.artifact for k, e in events if k == "artifact_update"]
+    big_part = next(a for a in artifacts if a.artifact_id == "file:src/big.bin").parts[0]
+    assert big_part.HasField("url") and not big_part.raw
+    manifest = _check_artifacts(live, artifacts, "file:src/big.bin")
+    assert {e["delivery"] for e in manifest["artifacts"]} == {"inline", "url"}
+
+
+async def _started(live: Live) -> str:
+    """A delegation sent by a polling client that then goes away."""
+    async with live.client("JSONRPC", streaming=False) as client:
+        return str((await send(client, message("a big one", live.skill)))[0].task.id)
+
+
+def test_only_an_admin_defines_intakes(live: Live) -> None:
+    url = f"{live.url}/a2a/admin/projects/{live.world.project_id}/intakes/sneaky"
+    body = {"criteria": {"tests": "unit@1"}, "scope": ["**"]}
+    r = httpx.put(url, json=body, headers={"Authorization": f"Bearer {live.requester_token}"})
+    assert r.status_code == 403 and r.json()["reason"] == "not_authorized"
