@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
@@ -56,7 +56,10 @@ class Tools:
     def list_tasks(
         self,
         ctx: Context,
-        status: Annotated[str | None, Field(description="open, claimed, completed or cancelled")] = None,
+        status: Annotated[
+            Literal["open", "claimed", "completed", "cancelled"] | None,
+            Field(description="default: every status"),
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 200,
     ) -> Annotated[CallToolResult, m.TaskList]:
         """The project's tasks, each with its strongest established fact."""
