@@ -144,6 +144,9 @@ def _runner(
         raise typer.Exit(2) from exc
     if runner.isolation is None:
         typer.echo("warning: --unsafe-no-isolation: checks are NOT isolated from this verifier", err=True)
+    elif not runner.isolation.cgroups.parents:
+        why = runner.isolation.cgroups.reason
+        typer.echo(f"warning: no per-check memory/process limits ({why}); per process only", err=True)
     return runner
 
 

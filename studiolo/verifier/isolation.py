@@ -10,8 +10,9 @@ when it cannot. `Isolation.wrap` turns a checker's argv into a bwrap command lin
   loopback of its own) unless the checker's config says `"network": true`;
 - a mount view of the toolchain read-only (`/usr`, the interpreter's prefixes, a few
   files of `/etc`), the candidate tree read-only, the runner's input files read-only,
-  the report directory, and a size-limited tmpfs as scratch; the root is read-only and
-  nothing else of the host exists (not the runner's cwd, home, key file or ledger);
+  the report directory, and size-limited tmpfs as scratch and `/dev/shm`; the root is
+  read-only and nothing else of the host exists (not the runner's cwd, home, key file or
+  ledger);
 - as root, the check drops to an unprivileged uid/gid (65534 by default) with no
   capabilities and `no_new_privs`; as another user, it keeps that user's uid inside a
   user namespace.
@@ -114,7 +115,8 @@ class Isolation:
         if self.uid is None:
             out.append("--unshare-user")
         out += self._mounts(view, tree_mounts)
-        out += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/"]
+        out += ["--proc", "/proc", "--dev", "/dev", *_tmpfs(Path("/dev/shm"), view.scratch_bytes)]
+        out += ["--remount-ro", "/"]
         out += ["--chdir", str(view.tree) if tree_mounts else "/", "--"]
         return out + self._drop(argv)
 
@@ -140,9 +142,14 @@ class Isolation:
         for op, src, dest in sorted(binds, key=lambda b: len(b[2].parts)):
             out += [op, str(src), str(dest)]
         if tree_mounts:
-            size = [] if view.scratch_bytes is None else ["--size", str(view.scratch_bytes)]
-            out += ["--perms", "01777", *size, "--tmpfs", str(view.scratch)]
+            out += _tmpfs(view.scratch, view.scratch_bytes)
         return out
+
+
+def _tmpfs(path: Path, size: int | None) -> list[str]:
+    """A fresh tmpfs anyone inside may write (only the check's processes exist there)."""
+    limit = [] if size is None else ["--size", str(size)]
+    return ["--perms", "01777", *limit, "--tmpfs", str(path)]
 
 
 def _toolchain(extra: Iterable[Path]) -> tuple[Path, ...]:

@@ -16,6 +16,7 @@ from studiolo.verifier.checkers import (
     DigestEqualsChecker,
     JsonSchemaChecker,
     PytestChecker,
+    junit_verdict,
     registry,
 )
 from studiolo.verifier.isolation import Isolation
@@ -174,3 +175,24 @@ def test_json_schema_config_errors(make_sandbox: Any, config: dict[str, Any]) ->
     sb = make_sandbox({"a.json": b"{}"})
     with pytest.raises(CheckerConfigError):
         JsonSchemaChecker().run(sb.tree, config, sb)
+
+
+@pytest.mark.parametrize(
+    ("report", "verdict"),
+    [
+        (b'<testsuites><testsuite tests="2" failures="0" errors="0" skipped="1"/></testsuites>', None),
+        (b'<testsuite tests="1" failures="0" errors="0" skipped="0"/>', None),
+        (b"", "no test report was written (pytest did not finish its session)"),
+        (b"<testsuites>", "the test report is unreadable"),
+        (b"<testsuites/>", "the test report has no test suite"),
+        (b'<testsuite tests="x"/>', "the test report's counts are not numbers"),
+        (b'<testsuite tests="3" failures="1" errors="0"/>', "the test report shows 1 failure(s), 0 error(s)"),
+        (b'<testsuite tests="3" failures="0" errors="2"/>', "the test report shows 0 failure(s), 2 error(s)"),
+        (b'<testsuite tests="0" failures="0" errors="0"/>', "the test report shows no test run"),
+    ],
+)
+def test_the_junit_report_decides(tmp_path: Path, report: bytes, verdict: str | None) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_bytes(report)
+    found = junit_verdict(path)
+    assert found == verdict or (verdict is not None and found is not None and found.startswith(verdict))

@@ -256,3 +256,17 @@ def test_runner_refuses_without_isolation_unless_unsafe(
     unsafe = CliRunner().invoke(main, [*args, "--unsafe-no-isolation"], env=env)
     assert unsafe.exit_code == 0, unsafe.output
     assert "checks are NOT isolated" in unsafe.output and "pass    " in unsafe.output
+
+
+def test_each_run_gets_its_own_cgroup_and_it_is_removed(ws: Workspace, isolation: Isolation) -> None:
+    parents = isolation.cgroups.parents
+    assert set(parents) == {"memory", "pids"}, isolation.cgroups.describe()
+
+    def leftovers() -> list[Path]:
+        return [d for p in parents.values() for d in p.glob("studiolo-check-*")]
+
+    before = leftovers()
+    script = "cat /proc/self/cgroup; sleep 30 & sleep 30 & exit 0"
+    result = Sandbox(ws, Limits(timeout=10), isolation=isolation).run(["/bin/sh", "-c", script])
+    assert result.exit_code == 0
+    assert leftovers() == before

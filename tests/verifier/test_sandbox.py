@@ -28,10 +28,10 @@ def _sh(script: str) -> list[str]:
 
 
 def test_a_clean_run_changes_nothing(ws: Workspace, isolation: Isolation) -> None:
-    script = "cat src/a.txt; echo scratch > $TMPDIR/x; ls $HOME; id -u"
+    script = "cat src/a.txt; echo scratch > $TMPDIR/x; ls $HOME; id -u; touch /dev/shm/s && echo shm"
     result = Sandbox(ws, Limits(timeout=10), isolation=isolation).run(_sh(script))
     assert (result.exit_code, result.timed_out) == (0, False), result.output
-    assert result.output == b"hello\nx\n65534\n"
+    assert result.output == b"hello\nx\n65534\nshm\n"
     assert ws.violations() == []
     assert list(ws.scratch.iterdir()) == []  # scratch was a tmpfs of the check's own
 
