@@ -49,16 +49,28 @@ def materialize(
 
     Every blob is fetched and checked, and the tree's total size (each path counted, so one
     blob listed under many paths counts many times) compared with `max_bytes`, before
-    anything is written.
+    anything is written. A blob listed under several paths is written once and hard-linked
+    (the sealed tree is read-only), so it takes its size on disk once.
     """
     blobs = _fetch_all(spec, fetch, max_bytes)
+    written: dict[str, Path] = {}
     for entry in spec.entries:
         target = dest / _safe(entry.path)
-        data = blobs[entry.digest]
         _mkdirs(dest, target.parent)
         if target.exists() or target.is_symlink():
             raise TreeConflict(f"{entry.path} is both a file and a directory")
-        target.write_bytes(data)
+        _write(target, blobs[entry.digest], written.get(entry.digest))
+        written.setdefault(entry.digest, target)
+
+
+def _write(target: Path, data: bytes, same: Path | None) -> None:
+    if same is not None:
+        try:
+            os.link(same, target)
+            return
+        except OSError:  # too many links, or a file system without them: write a copy
+            pass
+    target.write_bytes(data)
 
 
 def _fetch_all(spec: CandidateTree, fetch: Callable[[str], bytes], max_bytes: int | None) -> dict[str, bytes]:

@@ -8,7 +8,14 @@ import pytest
 
 from studiolo.core.canonical import digest_bytes
 from studiolo.service.verification import CandidateTree, TreeEntry
-from studiolo.verifier.tree import IntegrityError, TreeConflict, materialize, remove_tree, tree_digest
+from studiolo.verifier.tree import (
+    IntegrityError,
+    TreeConflict,
+    TreeTooLarge,
+    materialize,
+    remove_tree,
+    tree_digest,
+)
 
 BLOBS = {digest_bytes(b): b for b in (b"one\n", b"two\n", b"three\n")}
 ONE, TWO, THREE = (digest_bytes(b) for b in (b"one\n", b"two\n", b"three\n"))
@@ -71,3 +78,27 @@ def test_remove_tree_handles_read_only_directories(tmp_path: Path) -> None:
         p.chmod(0o500)
     remove_tree(root)
     assert not root.exists()
+
+
+def test_a_blob_under_many_paths_is_written_once(tmp_path: Path) -> None:
+    big = b"x" * 100_000
+    blobs = {digest_bytes(big): big}
+    spec = _spec(*((f"d{i}/copy.bin", digest_bytes(big)) for i in range(50)))
+    materialize(spec, blobs.__getitem__, tmp_path)
+    copies = list(tmp_path.glob("d*/copy.bin"))
+    assert len(copies) == 50 and all(c.read_bytes() == big for c in copies)
+    assert len({c.stat().st_ino for c in copies}) == 1  # one inode: 100 kB on disk, not 5 MB
+
+
+def test_a_tree_over_the_cap_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    big = b"y" * 100_000
+    fetched: list[str] = []
+
+    def fetch(digest: str) -> bytes:
+        fetched.append(digest)
+        return big
+
+    spec = _spec(*((f"copy{i}.bin", digest_bytes(big)) for i in range(100)))
+    with pytest.raises(TreeTooLarge, match="more than 1000000 bytes"):
+        materialize(spec, fetch, tmp_path, max_bytes=1_000_000)
+    assert list(tmp_path.iterdir()) == [] and fetched == [digest_bytes(big)]
