@@ -23,8 +23,8 @@ its completion contract holds at one atomic commit; nothing you say makes it don
 
 1. `orient`, then `get_task {task_id}`: read the policy, the criteria and the scope.
 2. `claim_task`: keep the attempt id and the contract hash; `heartbeat` before the lease ends.
-3. Read what you need (`checkout` a directory, or `read_artifact`), keeping the revisions.
-4. Change only paths in scope; submit with `submit_workspace` (or `submit_candidate` with
+3. Read what you need (`checkout` a directory over stdio, or `read_artifact`); keep the revisions.
+4. Change only paths in scope; submit with `submit_workspace` (stdio) or `submit_candidate` (with
    the base revision of each path you write and the revisions of what you read).
 5. Wait for receipts (`get_receipts`), then `complete_task` with the contract hash.
 6. A refusal lists every failed predicate with a hint: follow the hints (often claim again,

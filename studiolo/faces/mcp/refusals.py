@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import httpx
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
@@ -54,6 +55,7 @@ HINTS: dict[str, str] = {
     "completion_rejected": "Read `failed`: each entry names a predicate and its own hint.",
     "too_many_streams": "Close an event stream you no longer follow; one per project is enough.",
     "overloaded": "The server is busy and did nothing: retry after Retry-After seconds, with backoff.",
+    "unreachable": "The stdio server cannot reach STUDIOLO_URL: check the URL and that the service runs.",
     "untrusted_response": "The server sent bytes or a path that must not be acted on: do not trust it.",
 }
 _UNKNOWN = "See docs/reasons.md for this reason code."
@@ -89,8 +91,11 @@ def structured(model: BaseModel) -> CallToolResult:
 
 
 def answer(work: Callable[[], BaseModel]) -> CallToolResult:
-    """Run one tool's work: its model, or a refusal for any `StudioloError`."""
+    """Run one tool's work: its model, or a refusal for any `StudioloError` (and for a
+    service the stdio server cannot reach)."""
     try:
         return structured(work())
     except StudioloError as exc:
         return refusal(exc)
+    except httpx.TransportError as exc:  # the stdio server's link to the service
+        return refusal(StudioloError(f"the service is unreachable: {exc}", reason="unreachable"))

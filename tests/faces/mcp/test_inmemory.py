@@ -13,9 +13,12 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from studiolo.client import Client as HttpClient
 from studiolo.core.model import Principal
+from studiolo.faces.http.server import free_port
 from studiolo.faces.mcp.guide import PROMPT_NAME
 from studiolo.faces.mcp.inprocess import InProcessPort
+from studiolo.faces.mcp.remote import RemotePort
 from studiolo.faces.mcp.server import build_server
 from studiolo.faces.mcp.tools import TOOL_NAMES, WORKSPACE_TOOL_NAMES
 from tests.faces.mcp.session import Agent, check_schemas, two_agent_session
@@ -99,3 +102,15 @@ def test_checkout_stays_inside_the_working_directory(world: World, tmp_path: Pat
 
     _run(world, tmp_path, body)
     assert list(outside.iterdir()) == []
+
+
+def test_an_unreachable_service_is_a_refusal_with_a_hint() -> None:
+    port = RemotePort(HttpClient(f"http://127.0.0.1:{free_port()}", "stl_nobody", timeout=5))
+
+    async def main() -> None:
+        async with Client(build_server(lambda _ctx: port)) as c:
+            refused = await Agent(c).refused("orient")
+            assert refused["reason"] == "unreachable" and "STUDIOLO_URL" in refused["hints"][0]["hint"]
+
+    anyio.run(main)
+    port.close()
