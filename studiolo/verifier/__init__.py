@@ -4,7 +4,9 @@ run an admitted checker in a sandbox, keep the log, sign and post the receipt.
     port.py       VerifierPort: what a verifier needs from the service
     inprocess.py  the port over a Coordinator;  http.py  the port over the HTTP API
     tree.py       materialize / digest / remove a candidate tree
-    sandbox.py    Workspace, Limits, Sandbox (timeout, rlimits, process-group kill)
+    sandbox.py    Workspace, Limits, Sandbox (isolation, per-check limits, timeout)
+    isolation.py  Isolation: bubblewrap namespaces, mount view, unprivileged uid
+    cgroups.py    per-check cgroups: memory and process limits for a whole check
     checkers.py   Checker kinds: command, pytest, json-schema, digest-equals
     runner.py     the loop: work → tree → check → log → sign → post
     keyfile.py    the verifier's private key on disk
@@ -22,6 +24,7 @@ from studiolo.verifier.checkers import (
     CheckOutcome,
     registry,
 )
+from studiolo.verifier.isolation import Isolation, IsolationUnavailable
 from studiolo.verifier.port import VerifierPort
 from studiolo.verifier.runner import ItemReport, Runner
 from studiolo.verifier.sandbox import Limits, ProcessResult, Sandbox, Workspace
@@ -35,6 +38,8 @@ __all__ = [
     "Checker",
     "CheckerConfigError",
     "InProcessPort",
+    "Isolation",
+    "IsolationUnavailable",
     "ItemReport",
     "Limits",
     "ProcessResult",
