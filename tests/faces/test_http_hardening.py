@@ -86,7 +86,7 @@ def test_slowloris_1000_half_requests_do_not_refuse_a_task(world: World) -> None
     if hard != resource.RLIM_INFINITY and hard < 3000:
         pytest.skip(f"the hard limit on open files ({hard}) is too low for 2 x 1,000 sockets")
     raise_open_files_limit(4096)  # client and server sockets both live in this process
-    with _serving(world, header_timeout_seconds=6.0, max_connections_per_address=50) as (live, server):
+    with _serving(world, header_timeout_seconds=10.0, max_connections_per_address=50) as (live, server):
         sources = [f"127.0.0.{i}" for i in range(2, 22)]
         held = [_connect(server.port, src) for src in sources for _ in range(50)]
         try:
