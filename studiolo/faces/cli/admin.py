@@ -108,7 +108,7 @@ def grant_add(
     ctx: typer.Context,
     principal_id: str,
     actions: Annotated[
-        str, typer.Option(help="comma-separated: read,write,claim,complete,verify,observe,admin")
+        str, typer.Option(help="comma-separated: read,write,claim,complete,verify,observe,admin,delegate")
     ],
     scope: Annotated[list[str] | None, typer.Option(help="path pattern (repeatable); default **")] = None,
     project: Project = None,
