@@ -19,10 +19,10 @@ from tests.faces.mcp.session import Agent, check_schemas, two_agent_session
 
 
 @asynccontextmanager
-async def mcp_client(url: str, token: str) -> AsyncIterator[Client]:
+async def mcp_client(url: str, token: str, mode: str = "auto") -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"}
     http = httpx2.AsyncClient(headers=headers, timeout=30)
-    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client:
         yield client
 
 
@@ -72,5 +72,22 @@ def test_two_agent_session_over_streamable_http(live: Live) -> None:
             a, b = Agent(ca), Agent(cb)
             await two_agent_session(live.world, a, b)
             assert await check_schemas(a, b) == set(TOOL_NAMES)
+
+    anyio.run(main)
+
+
+def test_a_client_with_the_initialize_handshake_is_served_too(live: Live) -> None:
+    """Today's clients (Claude Code, Codex, Cursor) still open with `initialize`."""
+    task = live.world.new_task()
+
+    async def main() -> None:
+        async with mcp_client(live.url, live.tokens["agent"], mode="legacy") as c:
+            agent = Agent(c)
+            assert (await agent.ok("orient"))["principal"]["id"] == live.world.agent.id
+            claimed = await agent.ok("claim_task", task_id=task.id)
+            assert claimed["contract_hash"] == task.contract_hash
+            refused = await agent.refused("claim_task", task_id=task.id)
+            assert refused["reason"] == "task_already_claimed"
+            assert await check_schemas(agent) == {"orient", "claim_task"}
 
     anyio.run(main)
