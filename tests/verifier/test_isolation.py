@@ -270,3 +270,16 @@ def test_each_run_gets_its_own_cgroup_and_it_is_removed(ws: Workspace, isolation
     result = Sandbox(ws, Limits(timeout=10), isolation=isolation).run(["/bin/sh", "-c", script])
     assert result.exit_code == 0
     assert leftovers() == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop is what a root verifier does")
+def test_checker_cannot_read_files_only_root_can_read(tmp_path: Path, isolation: Isolation) -> None:
+    with Workspace(tmp_path) as workspace:
+        (workspace.tree / "root-only.txt").write_text("secret\n")
+        workspace.seal()
+        (workspace.tree / "root-only.txt").chmod(0o400)  # root's, mode 0400, mounted in the check
+        script = "id -u; cat root-only.txt || echo unreadable; echo x > /usr/x || echo usr-ro"
+        result = Sandbox(workspace, Limits(timeout=10), isolation=isolation).run(["/bin/sh", "-c", script])
+    assert result.output.splitlines()[0] == b"65534"
+    assert b"secret" not in result.output and b"Permission denied" in result.output
+    assert b"unreadable" in result.output and b"usr-ro" in result.output
