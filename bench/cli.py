@@ -1,7 +1,7 @@
 """What one CLI call costs an agent: `studiolo --help` and a worker command against a live
 server (`studiolo task show`), against the same interpreter's bare start (`python -c pass`).
 
-    python bench/cli.py [--runs 15]
+    python bench/cli.py [--runs 15] [--cli "COMMAND"]   (default: the `studiolo` script)
 
 The server is `studiolo run` (the demo project, seeded on a fresh SQLite ledger) in a
 subprocess; its tokens come from the state directory it writes. The three commands are
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import socket
 import statistics
 import subprocess
@@ -25,9 +26,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+_CLI: list[str] = []  # how to run `studiolo`, when --cli names another build
+
 
 def studiolo_argv() -> list[str]:
     """The `studiolo` console script next to this interpreter (what an agent runs)."""
+    if _CLI:
+        return list(_CLI)
     script = Path(sys.executable).parent / "studiolo"
     if script.is_file():
         return [str(script)]
@@ -102,7 +107,9 @@ def measure(runs: int, saved: dict[str, Any]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--cli", help="the command that runs studiolo (to compare two builds)")
     args = parser.parse_args()
+    _CLI[:] = shlex.split(args.cli) if args.cli else []
     with tempfile.TemporaryDirectory() as tmp, live_server(Path(tmp)) as saved:
         med = measure(args.runs, saved)
     print(f"python -c pass       {med['bare'] * 1000:8.1f} ms (median of {args.runs})")
