@@ -28,6 +28,12 @@ command), the environment (`STUDIOLO_URL`, `STUDIOLO_TOKEN`, `STUDIOLO_PROJECT`)
 TOML file at `STUDIOLO_CONFIG` (default `~/.config/studiolo/config.toml`) with the keys
 `url`, `token`, `project`. A project-scoped token needs no `--project`.
 
+**Claims remembered**: `claim` keeps the contract hash it claimed under in
+`STUDIOLO_STATE_DIR` (default `$XDG_STATE_HOME/studiolo`, else `~/.local/state/studiolo`);
+`complete` sends that hash, never the task's current one, so a task migrated since the
+claim is refused with `contract_mismatch`. For an attempt claimed elsewhere, pass
+`--contract-hash`.
+
 **Output**: Rich tables for people; `--json` on every command prints JSON (on an error:
 the problem, with `status`, `reason`, `failed`, `detail`).
 
