@@ -13,7 +13,8 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from studiolo._exceptions import InvalidPath, InvalidRequest
 from studiolo.client import UntrustedResponse, is_git_segment, write_confined
@@ -28,6 +29,20 @@ MANIFEST = ".studiolo-checkout.json"
 _SKIP_DIRS = frozenset({".studiolo", "__pycache__"})
 
 
+class _Entry(BaseModel):
+    revision: int
+    digest: str
+
+
+class _Manifest(BaseModel):
+    """What a checkout read (the format `studiolo checkout` writes)."""
+
+    project_id: str
+    prefix: str
+    collection_revision: int
+    files: dict[str, _Entry]
+
+
 class Workspace:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
@@ -35,7 +50,7 @@ class Workspace:
     def checkout(self, port: StudioloPort, directory: str, prefix: str) -> Checkout:
         rel = self._directory(directory)
         collection = port.collection(prefix)  # before the files: a later edit makes it stale, not wrong
-        files: dict[str, dict[str, Any]] = {}
+        files: dict[str, _Entry] = {}
         for art in port.artifacts(prefix):
             if art.digest is None:
                 continue
@@ -43,21 +58,21 @@ class Workspace:
             if digest_bytes(data) != art.digest:
                 raise UntrustedResponse(f"the bytes of {art.path} do not match {art.digest}")
             write_confined(self.root, _join(rel, art.path), data)
-            files[art.path] = {"revision": art.revision, "digest": art.digest}
-        manifest = {
-            "project_id": collection.project_id,
-            "prefix": collection.prefix,
-            "collection_revision": collection.revision,
-            "files": files,
-        }
-        text = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+            files[art.path] = _Entry(revision=art.revision, digest=art.digest)
+        manifest = _Manifest(
+            project_id=collection.project_id,
+            prefix=collection.prefix,
+            collection_revision=collection.revision,
+            files=files,
+        )
+        text = json.dumps(manifest.model_dump(), indent=2, sort_keys=True) + "\n"
         write_confined(self.root, _join(rel, MANIFEST), text.encode())
         return Checkout(
             directory=rel or ".",
             manifest=_join(rel, MANIFEST),
             prefix=collection.prefix,
             collection_revision=collection.revision,
-            files={p: f["revision"] for p, f in files.items()},
+            files={p: f.revision for p, f in files.items()},
         )
 
     def submit(
@@ -68,22 +83,11 @@ class Workspace:
         if base.resolve() != base:
             raise InvalidPath(f"{rel} leads through a symlink; not reading it")
         manifest = _read_manifest(base)
-        known: dict[str, Any] = manifest.get("files", {})
-        local = _local_files(base)
-        files: dict[str, str | None] = {}
-        bases: dict[str, int] = {}
-        for path, data in local.items():
-            if path in known and known[path]["digest"] == digest_bytes(data):
-                continue
-            files[path] = port.put_blob(data)
-            bases[path] = known[path]["revision"] if path in known else 0
-        for path, entry in known.items():
-            if path not in local:
-                files[path], bases[path] = None, entry["revision"]
+        files, bases = _changes(port, manifest.files, _local_files(base))
         if not files:
             raise InvalidRequest(f"nothing changed in {rel or '.'} since the checkout")
-        deps = {p: e["revision"] for p, e in known.items() if p not in files}
-        collections = {manifest["prefix"]: manifest["collection_revision"]} if declare_collection else {}
+        deps = {p: e.revision for p, e in manifest.files.items() if p not in files}
+        collections = {manifest.prefix: manifest.collection_revision} if declare_collection else {}
         cand = port.submit_candidate(attempt_id, files, bases, deps, collections)
         uploaded = sorted(p for p, d in files.items() if d is not None)
         return WorkspaceCandidate(
@@ -106,7 +110,7 @@ def _join(rel: str, path: str) -> str:
     return f"{rel}/{path}" if rel else path
 
 
-def _read_manifest(base: Path) -> dict[str, Any]:
+def _read_manifest(base: Path) -> _Manifest:
     path = base / MANIFEST
     try:
         info = os.lstat(path)
@@ -114,8 +118,28 @@ def _read_manifest(base: Path) -> dict[str, Any]:
         raise InvalidRequest(f"no checkout in {base}: run checkout first") from exc
     if not stat.S_ISREG(info.st_mode):
         raise InvalidRequest(f"{path} is not a regular file")
-    data: dict[str, Any] = json.loads(path.read_bytes())
-    return data
+    try:
+        return _Manifest.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise InvalidRequest(f"{path} is not a checkout manifest: run checkout again") from exc
+
+
+def _changes(
+    port: StudioloPort, known: dict[str, _Entry], local: dict[str, bytes]
+) -> tuple[dict[str, str | None], dict[str, int]]:
+    """(files, bases): changed and new files uploaded (new: base 0), removed ones deleted."""
+    files: dict[str, str | None] = {}
+    bases: dict[str, int] = {}
+    for path, data in local.items():
+        entry = known.get(path)
+        if entry is not None and entry.digest == digest_bytes(data):
+            continue
+        files[path] = port.put_blob(data)
+        bases[path] = entry.revision if entry is not None else 0
+    for path, entry in known.items():
+        if path not in local:
+            files[path], bases[path] = None, entry.revision
+    return files, bases
 
 
 def _local_files(base: Path) -> dict[str, bytes]:

@@ -114,3 +114,30 @@ def test_an_unreachable_service_is_a_refusal_with_a_hint() -> None:
 
     anyio.run(main)
     port.close()
+
+
+def test_submit_workspace_derives_new_paths_deletions_and_reads(world: World, tmp_path: Path) -> None:
+    task = world.new_task()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the server\n")
+
+    async def body(a: Agent, b: Agent) -> None:
+        assert a.workdir is not None
+        attempt = (await a.ok("claim_task", task_id=task.id))["attempt"]["id"]
+        await a.ok("checkout", directory="w", prefix="src/")
+        work = a.workdir / "w"
+        (work / "src" / "new.txt").write_text("new\n")
+        (work / "src" / "input.txt").unlink()
+        os.symlink(secret, work / "src" / "link.txt")  # never read, never uploaded
+        (work / ".git").mkdir()
+        (work / ".git" / "config").write_text("[core]\n")
+        out = await a.ok("submit_workspace", attempt_id=attempt, directory="w", declare_collection=True)
+        cand = out["candidate"]
+        assert out["uploaded"] == ["src/new.txt"] and out["deleted"] == ["src/input.txt"]
+        assert cand["bases"] == {"src/new.txt": 0, "src/input.txt": 1}
+        assert cand["file_deps"] == {"src/answer.txt": 1} and cand["collection_deps"] == {"src/": 2}
+        (work / ".studiolo-checkout.json").write_text('{"files": 3}')
+        broken = await a.refused("submit_workspace", attempt_id=attempt, directory="w")
+        assert broken["reason"] == "invalid_request" and "manifest" in broken["detail"]
+
+    _run(world, tmp_path, body)
