@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from studiolo._exceptions import InvalidRequest, StudioloError
 from studiolo.settings import ClientSettings, Settings
-from studiolo.verifier.isolation import IsolationUnavailable
+from studiolo.verifier.isolation import Isolation, IsolationUnavailable
 from studiolo.verifier.keyfile import KeyFileError, generate_key_file, load_key_file
 from studiolo.verifier.port import VerifierPort
 from studiolo.verifier.runner import Runner
@@ -67,6 +67,10 @@ def run(
     processes: Annotated[int, typer.Option(min=8, help="process limit of a check (all its processes)")] = 256,
     scratch_mb: Annotated[int, typer.Option(min=1, help="size of a check's scratch tmpfs, MiB")] = 512,
     tree_mb: Annotated[int, typer.Option(min=1, help="largest candidate tree to materialize, MiB")] = 1024,
+    toolchain: Annotated[
+        list[Path] | None,
+        typer.Option(help="also mount this directory read-only in every check (repeatable)"),
+    ] = None,
     unsafe_no_isolation: Annotated[
         bool,
         typer.Option(
@@ -111,7 +115,7 @@ def run(
         except (KeyFileError, StudioloError, httpx.HTTPError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
-        runner = _runner(port, private, limits, workdir, unsafe_no_isolation)
+        runner = _runner(port, private, limits, workdir, unsafe_no_isolation, toolchain or [])
         if not once:
             stop = threading.Event()
             _stop_on_signals(stop)
@@ -128,11 +132,23 @@ def run(
 
 
 def _runner(
-    port: VerifierPort, key: Ed25519PrivateKey, limits: Limits, workdir: Path | None, unsafe: bool
+    port: VerifierPort,
+    key: Ed25519PrivateKey,
+    limits: Limits,
+    workdir: Path | None,
+    unsafe: bool,
+    toolchain: list[Path],
 ) -> Runner:
     try:
+        isolation = None if unsafe else Isolation.probe(limits.run_as, toolchain)
         runner = Runner(
-            port, key, limits=limits, workdir=workdir, echo=typer.echo, unsafe_no_isolation=unsafe
+            port,
+            key,
+            limits=limits,
+            workdir=workdir,
+            echo=typer.echo,
+            isolation=isolation,
+            unsafe_no_isolation=unsafe,
         )
     except IsolationUnavailable as exc:
         typer.echo(

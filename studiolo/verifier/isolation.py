@@ -83,6 +83,10 @@ class Isolation:
             raise IsolationUnavailable(
                 "bubblewrap (bwrap) is not installed; install it (apt-get install bubblewrap)"
             )
+        extra_toolchain = [Path(p) for p in extra_toolchain]
+        missing = [str(p) for p in extra_toolchain if not p.is_absolute() or not p.is_dir()]
+        if missing:
+            raise IsolationUnavailable(f"a toolchain path is not an absolute directory: {missing[0]}")
         root = os.geteuid() == 0
         uid, gid = (run_as or NOBODY) if root else (None, None)
         iso = cls(found, _toolchain(extra_toolchain), uid, gid, CgroupRoot.detect())

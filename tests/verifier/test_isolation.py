@@ -283,3 +283,17 @@ def test_checker_cannot_read_files_only_root_can_read(tmp_path: Path, isolation:
     assert result.output.splitlines()[0] == b"65534"
     assert b"secret" not in result.output and b"Permission denied" in result.output
     assert b"unreadable" in result.output and b"usr-ro" in result.output
+
+
+def test_only_named_toolchain_directories_are_added_to_the_view(ws: Workspace, tmp_path: Path) -> None:
+    tools = tmp_path / "opt-tools"
+    tools.mkdir()
+    (tools / "tool.sh").write_text("echo tool ran\n")
+    (tools / "tool.sh").chmod(0o755)
+    script = f"/bin/sh {tools}/tool.sh || echo missing"
+    for extra, expected in (((), b"missing"), ((tools,), b"tool ran")):
+        isolation = Isolation.probe(extra_toolchain=extra)
+        result = Sandbox(ws, Limits(timeout=10), isolation=isolation).run(["/bin/sh", "-c", script])
+        assert expected in result.output, result.output
+    with pytest.raises(IsolationUnavailable, match="not an absolute directory"):
+        Isolation.probe(extra_toolchain=[tmp_path / "nope"])
