@@ -5,6 +5,7 @@ principal: from the bearer token over HTTP, from `STUDIOLO_TOKEN` over stdio."""
 from __future__ import annotations
 
 import base64
+import inspect
 from collections.abc import Callable
 from typing import Annotated, Literal
 
@@ -46,7 +47,7 @@ class Tools:
 
     def register(self, server: MCPServer) -> None:
         for name, hints in _TOOLS.items():
-            server.add_tool(getattr(self, name), annotations=hints)
+            _add(server, getattr(self, name), hints)
 
     def orient(self, ctx: Context) -> Annotated[CallToolResult, s.OrientationOut]:
         """Read first: who you are, the project's pinned policy, your grants, the open tasks
@@ -186,8 +187,8 @@ class WorkspaceTools:
         self.workspace = workspace
 
     def register(self, server: MCPServer) -> None:
-        server.add_tool(self.checkout, annotations=_IDEMPOTENT)
-        server.add_tool(self.submit_workspace, annotations=_WRITE)
+        _add(server, self.checkout, _IDEMPOTENT)
+        _add(server, self.submit_workspace, _WRITE)
 
     def checkout(
         self,
@@ -213,6 +214,10 @@ class WorkspaceTools:
         return answer(
             lambda: self.workspace.submit(self.port_for(ctx), attempt_id, directory, declare_collection)
         )
+
+
+def _add(server: MCPServer, tool: Callable[..., CallToolResult], hints: ToolAnnotations) -> None:
+    server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""), annotations=hints)
 
 
 def _claim(port: StudioloPort, task_id: str, lease_seconds: float | None) -> m.Claimed:
