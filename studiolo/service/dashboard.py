@@ -41,6 +41,7 @@ class TaskPage:
     timeline: tuple[Event, ...]  # events about the task, its attempts, candidates and receipts
     handoff: HandoffView | None
     now: float
+    project_seq: int  # the project's latest event: a live page re-renders when it moves
 
 
 class DashboardOps(ViewOps):
@@ -98,7 +99,9 @@ class DashboardOps(ViewOps):
             subjects.extend(r.id for r in view.receipts)
             timeline = tx.audit.events_about(view.task.project_id, subjects, timeline_limit)
             handoff = self._handoff_of(tx, view)
-            return TaskPage(view, tuple(timeline), handoff, tx.now)
+            latest = tx.audit.latest(view.task.project_id, 1)
+            seq = latest[-1].seq if latest else 0
+            return TaskPage(view, tuple(timeline), handoff, tx.now, seq)
 
         return self.store.read(run)
 

@@ -89,20 +89,26 @@ class AuditRepo:
         subject: str | None = None,
     ) -> list[Event]:
         q = select(s.events).where(s.events.c.seq > after)
-        if project_id is not None:
-            q = q.where(s.events.c.project_id == project_id)
         if subject is not None:
+            # A subject has few events: read them through ix_events_subject. Without table
+            # statistics SQLite would pick ix_events_project (it also matches ORDER BY seq)
+            # and scan the whole project; `project_id || ''` keeps that index out of play.
             q = q.where(s.events.c.subject == subject)
+            if project_id is not None:
+                q = q.where(s.events.c.project_id.concat("") == project_id)
+        elif project_id is not None:
+            q = q.where(s.events.c.project_id == project_id)
         rows = self._c.execute(q.order_by(s.events.c.seq).limit(limit))
         return [_event(r) for r in rows]
 
     def events_about(self, project_id: str, subjects: list[str], limit: int = 500) -> list[Event]:
-        """The project's events whose subject is one of `subjects`, oldest first (the dashboard)."""
+        """The project's events whose subject is one of `subjects`, oldest first (the dashboard).
+        Read through ix_events_subject, like `events(subject=...)`."""
         if not subjects:
             return []
         q = (
             select(s.events)
-            .where(s.events.c.project_id == project_id, s.events.c.subject.in_(subjects))
+            .where(s.events.c.project_id.concat("") == project_id, s.events.c.subject.in_(subjects))
             .order_by(s.events.c.seq.desc())
             .limit(limit)
         )

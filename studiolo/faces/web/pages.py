@@ -22,7 +22,7 @@ from studiolo.faces.web.templating import HEADERS, render
 __all__ = ["PAGE_SIZE", "router"]
 
 router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
-PAGE_SIZE = 50
+PAGE_SIZE = 25
 Offset = Annotated[int, Query(ge=0, le=10**9)]
 Choice = Annotated[str, Query(max_length=30)]
 After = Annotated[int, Query(ge=0, le=2**53)]
@@ -62,6 +62,7 @@ def tasks(
         offset=offset,
         page_size=PAGE_SIZE,
         statuses=[s.value for s in TaskStatus],
+        names=_names(door, caller, project_id),
         facts=[f.value for f in Fact],
     )
     return render(request, "tasks.html", **ctx)
@@ -72,13 +73,14 @@ def _task_context(door: Door, caller: WebCaller, task_id: str) -> dict[str, Any]
     v = page.view
     refused = [(e, [(code, *explain(code)) for code in e.data.get("failed", [])]) for e in v.rejections]
     return {
+        "names": _names(door, caller, v.task.project_id),
         "page": page,
         "view": v,
         "project_id": v.task.project_id,
         "diffs": {c.id: candidate_diffs(door, caller, v.task.project_id, c) for c in v.candidates},
         "refused": refused,
         "receipt_json": receipt_json(v.completion) if v.completion else "",
-        "last_seq": page.timeline[-1].seq if page.timeline else 0,
+        "last_seq": page.project_seq,  # any project event may change the page (e.g. an edit)
     }
 
 
@@ -107,12 +109,16 @@ def _principals_or_none(door: Door, caller: WebCaller, project_id: str) -> list[
         return []
 
 
+def _names(door: Door, caller: WebCaller, project_id: str) -> dict[str, str]:
+    return {p.id: p.name for p in _principals_or_none(door, caller, project_id)}
+
+
 @router.get("/projects/{project_id}/activity")
 def activity(
     request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door
 ) -> Response:
     events = door.latest_events(caller, project_id, 100)
-    ctx = _base(session, caller, project_id=project_id, events=events)
+    ctx = _base(session, caller, project_id=project_id, events=events, names=_names(door, caller, project_id))
     ctx["last_seq"] = events[-1].seq if events else 0
     return render(request, "activity.html", **ctx)
 
@@ -124,7 +130,8 @@ def activity_live(
     events = door.events(caller, project_id, after, 200)
     if not events:
         return Response(status_code=204, headers=HEADERS)
-    ctx = _base(session, caller, project_id=project_id, events=events, last_seq=events[-1].seq)
+    names = _names(door, caller, project_id)
+    ctx = _base(session, caller, project_id=project_id, events=events, last_seq=events[-1].seq, names=names)
     return render(request, "_events.html", **ctx)
 
 

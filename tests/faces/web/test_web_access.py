@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
+from studiolo._exceptions import CompletionRejected
 from studiolo.core.reasons import Reason
 from studiolo.faces.web.reasons import EXPLANATIONS
 from tests.faces.web.conftest import csrf_of, sign_in
@@ -144,10 +146,8 @@ def test_the_task_page_shows_facts_refusals_and_still_current(
     task = world.new_task()
     attempt = world.coord.claim(world.agent, task.id)
     cand = world.candidate(attempt, {"src/answer.txt": b"42\n"})
-    try:
+    with pytest.raises(CompletionRejected):
         world.complete(task, attempt, cand, [])
-    except Exception:
-        pass
     sign_in(web, tokens["human"])
     page = web.get(f"/ui/tasks/{task.id}").text
     assert re.search(r'id="fact"[^>]*>candidate prepared<', page)

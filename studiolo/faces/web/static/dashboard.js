@@ -77,7 +77,7 @@ function b64u(text) {
 async function verifyReceipt(button) {
   const section = button.closest("section");
   const out = section.querySelector(".verify-result");
-  const data = JSON.parse(section.querySelector(".receipt-data").textContent);
+  const data = JSON.parse(section.querySelector(".receipt-data").dataset.json);
   try {
     const jwks = await (await fetch("/.well-known/jwks.json", { cache: "no-store" })).json();
     const jwk = jwks.keys.find((k) => k.kid === data.receipt.kid);
