@@ -66,7 +66,8 @@ def _process_outcome(
 ) -> CheckOutcome:
     if passed is None:
         passed = result.exit_code == 0 and not result.timed_out
-    header = f"$ {' '.join(result.argv)}\n[{result.describe()}]\n[sandbox: {sandbox.describe()}]\n"
+    net = "; network: the host's (the checker's config asks for it)" if result.network else ""
+    header = f"$ {' '.join(result.argv)}\n[{result.describe()}]\n[sandbox: {sandbox.describe()}{net}]\n"
     return CheckOutcome(passed, header.encode() + result.output, summary or result.describe())
 
 

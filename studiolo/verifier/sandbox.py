@@ -67,6 +67,7 @@ class ProcessResult:
     output: bytes  # stdout and stderr, interleaved, truncated to `Limits.log_bytes`
     seconds: float
     limits_hit: tuple[str, ...] = ()  # "memory", "processes": per-check limits the run reached
+    network: bool = False  # the run shared the host's network (the checker's config asked)
 
     def describe(self) -> str:
         if self.timed_out:
@@ -265,7 +266,7 @@ class Sandbox:
             code = _signal_code(code)
         output = _read_bounded(self.workspace.output, self.limits.log_bytes)
         hit = group.limits_hit() if group is not None else ()
-        return ProcessResult(tuple(argv), code, timed_out, output, seconds, hit)
+        return ProcessResult(tuple(argv), code, timed_out, output, seconds, hit, network)
 
 
 def _signal_code(code: int) -> int:

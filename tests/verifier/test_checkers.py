@@ -55,6 +55,13 @@ def test_command_passes_on_exit_zero(make_sandbox: Any) -> None:
     assert failed.log.startswith(b"$ test -f b.txt\n[exit code 1]\n[sandbox: isolated (bwrap")
 
 
+def test_command_network_is_asked_for_and_logged(make_sandbox: Any) -> None:
+    sb = make_sandbox({})
+    offline = CommandChecker().run(sb.tree, {"argv": ["true"]}, sb)
+    online = CommandChecker().run(sb.tree, {"argv": ["true"], "network": True}, sb)
+    assert b"network: the host's" in online.log and b"network: the host's" not in offline.log
+
+
 @pytest.mark.parametrize(
     "config",
     [{}, {"argv": []}, {"argv": "make"}, {"argv": ["true"], "timeout": -1}, {"argv": ["true"], "network": 1}],

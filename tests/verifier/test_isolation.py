@@ -156,6 +156,7 @@ def test_network_is_refused_by_default(ws: Workspace, isolation: Isolation, list
     assert refused.exit_code == 1 and b"refused" in refused.output
     allowed = sandbox.run(_py(code), network=True)  # the checker's config asked for it
     assert allowed.exit_code == 0 and b"connected" in allowed.output
+    assert (refused.network, allowed.network) == (False, True)
 
 
 _HOG = "b = b'x' * (300 << 20); import time; time.sleep(1.5); print('held 300 MB')"
