@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from studiolo.client import Client
 from studiolo.api.verification import CandidateTree, VerificationItem
+from studiolo.client import Client
 
 __all__ = ["HttpPort"]
 
