@@ -66,10 +66,10 @@ class DashboardOps(ViewOps):
             self.require(tx, caller, project_id, Action.READ)
             if wanted_fact is None:
                 tasks = tx.work.tasks(project_id, wanted_status, limit + 1, offset)
-                views = [self._view(tx, t) for t in tasks]
+                views = [self._confined(tx, caller, self._view(tx, t)) for t in tasks]
             else:
                 views = self._scan_fact(tx, project_id, wanted_status, wanted_fact, limit + 1 + offset)
-                views = views[offset:]
+                views = [self._confined(tx, caller, v) for v in views[offset:]]
             return TaskListPage(tuple(views[:limit]), len(views) > limit, tx.now)
 
         return self.store.read(run)
@@ -94,10 +94,11 @@ class DashboardOps(ViewOps):
         """A task's view, its audit timeline (the latest `timeline_limit` events) and handoff."""
 
         def run(tx: Tx) -> TaskPage:
-            view = self._view(tx, self.visible_task(tx, caller, task_id))
+            view = self._confined(tx, caller, self._view(tx, self.visible_task(tx, caller, task_id)))
             subjects = [view.task.id, *(a.id for a in view.attempts), *(c.id for c in view.candidates)]
             subjects.extend(r.id for r in view.receipts)
-            timeline = tx.audit.events_about(view.task.project_id, subjects, timeline_limit)
+            found = tx.audit.events_about(view.task.project_id, subjects, timeline_limit)
+            timeline = self.readable_events(tx, caller, view.task.project_id, found)
             handoff = self._handoff_of(tx, view)
             latest = tx.audit.latest(view.task.project_id, 1)
             seq = latest[-1].seq if latest else 0
@@ -134,7 +135,7 @@ class DashboardOps(ViewOps):
 
         def run(tx: Tx) -> list[Event]:
             self._require_reader(tx, caller, project_id)
-            return tx.audit.latest(project_id, limit)
+            return self.readable_events(tx, caller, project_id, tx.audit.latest(project_id, limit))
 
         return self.store.read(run)
 

@@ -259,13 +259,16 @@ class ViewOps(Base):
         def run(tx: Tx) -> list[Event]:
             self.require_project(tx, caller, project_id)
             self.require(tx, caller, project_id, Action.READ)
-            found = tx.audit.events(project_id, after, limit)
-            may_read = self.path_reader(tx, caller, project_id)
-            if may_read is None:
-                return found
-            return [e if all(map(may_read, _paths_of(e))) else _withheld(e) for e in found]
+            return self.readable_events(tx, caller, project_id, tx.audit.events(project_id, after, limit))
 
         return self.store.read(run)
+
+    def readable_events(self, tx: Tx, caller: Principal, project_id: str, events: list[Event]) -> list[Event]:
+        """Events naming a path outside the caller's read scope come `withheld`."""
+        may_read = self.path_reader(tx, caller, project_id)
+        if may_read is None:
+            return events
+        return [e if all(map(may_read, _paths_of(e))) else _withheld(e) for e in events]
 
     def verify_audit(self) -> AuditReport:
         """Walk the whole chain: every hash recomputes and links to its predecessor."""

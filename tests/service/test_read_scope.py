@@ -59,3 +59,19 @@ def test_events_and_listings_honour_the_read_scope(world: World) -> None:
     assert {p for c in view.candidates for p in c.files} == {"docs/guide.md"}
     assert set(world.coord.candidate(reader, cand.id).files) == {"docs/guide.md"}
     assert set(world.coord.candidate(world.agent, cand.id).files) == {"src/secret.py", "docs/guide.md"}
+
+
+def test_dashboard_reads_honour_the_read_scope(world: World) -> None:
+    reader = _reader(world)
+    pid = world.project_id
+    world.edit("src/secret.py", b"API_KEY = 'hunter2'\n")
+    task = world.new_task()
+    att = world.coord.claim(world.agent, task.id, 60)
+    cand = world.candidate(att, {"src/secret.py": b"API_KEY = 'swordfish'\n"})
+    page = world.coord.task_page(reader, task.id)
+    text = json.dumps([asdict(e) for e in page.timeline], default=str)
+    assert "src/secret.py" not in text and all(not c.files for c in page.view.candidates)
+    latest = json.dumps([asdict(e) for e in world.coord.latest_events(reader, pid)], default=str)
+    assert "src/secret.py" not in latest and str(cand.files["src/secret.py"]) not in latest
+    listed = world.coord.task_list_page(reader, pid).views
+    assert all(not c.files for v in listed for c in v.candidates)
