@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import socket
 import statistics
@@ -76,13 +77,20 @@ def live_server(workdir: Path) -> Iterator[dict[str, Any]]:
         proc.wait(timeout=30)
 
 
-def wall(argv: Sequence[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def wall(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one run of `argv`."""
+    cpu, start = _children_cpu(), time.perf_counter()
     subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _children_cpu() - cpu
 
 
-def measure(runs: int, saved: dict[str, Any]) -> dict[str, float]:
+def measure(runs: int, saved: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """Median wall and median CPU seconds per command."""
     env = dict(os.environ)
     env.update(
         STUDIOLO_URL=saved["url"],
@@ -97,11 +105,13 @@ def measure(runs: int, saved: dict[str, Any]) -> dict[str, float]:
     }
     for argv in commands.values():
         wall(argv, env)  # warm the page cache and the bytecode cache
-    times: dict[str, list[float]] = {name: [] for name in commands}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
             times[name].append(wall(argv, env))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    med = {name: statistics.median(w for w, _ in ts) for name, ts in times.items()}
+    cpu = {name: statistics.median(c for _, c in ts) for name, ts in times.items()}
+    return med, cpu
 
 
 def main() -> None:
@@ -111,15 +121,20 @@ def main() -> None:
     args = parser.parse_args()
     _CLI[:] = shlex.split(args.cli) if args.cli else []
     with tempfile.TemporaryDirectory() as tmp, live_server(Path(tmp)) as saved:
-        med = measure(args.runs, saved)
-    print(f"python -c pass       {med['bare'] * 1000:8.1f} ms (median of {args.runs})")
-    print(f"studiolo --help      {med['help'] * 1000:8.1f} ms")
-    print(f"studiolo task show   {med['task_show'] * 1000:8.1f} ms")
+        med, cpu = measure(args.runs, saved)
+    print(f"medians of {args.runs}          wall        CPU (user + system)")
+    for name, label in (
+        ("bare", "python -c pass"),
+        ("help", "studiolo --help"),
+        ("task_show", "studiolo task show"),
+    ):
+        print(f"{label:<20} {med[name] * 1000:8.1f} ms  {cpu[name] * 1000:8.1f} ms")
     result = {
         "cli_help_s": round(med["help"], 4),
         "cli_task_show_s": round(med["task_show"], 4),
         "cli_ratio": round(med["task_show"] / med["bare"], 2),
         "bare_start_s": round(med["bare"], 4),
+        "cli_cpu_ratio": round(cpu["task_show"] / cpu["bare"], 2),  # less sensitive to load
     }
     print(json.dumps(result))
 
