@@ -173,6 +173,13 @@ def test_a_client_side_entry_point_loads_no_server(statement: str) -> None:
     assert [m for m in loaded if any(m == s or m.startswith(s + ".") for s in SERVER)] == []
 
 
+def test_the_mcp_stdio_server_loads_no_ledger() -> None:
+    """The MCP SDK brings starlette and uvicorn along; the ledger must stay behind."""
+    loaded = _loaded("import studiolo.faces.cli.mcp, studiolo.faces.mcp.remote, studiolo.faces.mcp.server")
+    ledger = ("sqlalchemy", "alembic", "psycopg", "studiolo.service", "studiolo.store")
+    assert [m for m in loaded if any(m == s or m.startswith(s + ".") for s in ledger)] == []
+
+
 def test_the_probe_sees_a_server_module() -> None:
     """The negative control: the probe does report what an operator command loads."""
     assert "sqlalchemy" in _loaded("import studiolo.faces.cli.ledger")
