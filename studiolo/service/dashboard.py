@@ -65,12 +65,14 @@ class DashboardOps(ViewOps):
             self.require_project(tx, caller, project_id)
             self.require(tx, caller, project_id, Action.READ)
             if wanted_fact is None:
-                tasks = tx.work.tasks(project_id, wanted_status, limit + 1, offset)
-                views = [self._confined(tx, caller, self._view(tx, t)) for t in tasks]
+                tasks = tx.work.tasks(project_id, wanted_status, limit + 1, offset)  # +1: is there more?
+                views = [self._confined(tx, caller, self._view(tx, t)) for t in tasks[:limit]]
+                more = len(tasks) > limit
             else:
-                views = self._scan_fact(tx, project_id, wanted_status, wanted_fact, limit + 1 + offset)
-                views = [self._confined(tx, caller, v) for v in views[offset:]]
-            return TaskListPage(tuple(views[:limit]), len(views) > limit, tx.now)
+                found = self._scan_fact(tx, project_id, wanted_status, wanted_fact, limit + 1 + offset)
+                views = [self._confined(tx, caller, v) for v in found[offset : offset + limit]]
+                more = len(found) > offset + limit
+            return TaskListPage(tuple(views), more, tx.now)
 
         return self.store.read(run)
 

@@ -22,7 +22,7 @@ from studiolo.faces.web.templating import HEADERS, render
 __all__ = ["PAGE_SIZE", "router"]
 
 router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
-PAGE_SIZE = 25
+PAGE_SIZE = 20
 Offset = Annotated[int, Query(ge=0, le=10**9)]
 Choice = Annotated[str, Query(max_length=30)]
 After = Annotated[int, Query(ge=0, le=2**53)]

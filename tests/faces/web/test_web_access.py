@@ -181,3 +181,20 @@ def test_every_reason_is_explained_with_the_documented_recovery() -> None:
     for reason, (what, hint) in EXPLANATIONS.items():
         section = docs.split(f"### `{reason.value}`", 1)[1].split("###", 1)[0]
         assert what and f"**Recover:** {hint}" in section, reason
+
+
+def test_the_task_list_paginates(web: TestClient, world: World, tokens: dict[str, str]) -> None:
+    from studiolo.faces.web.pages import PAGE_SIZE
+
+    titles = [f"task number {i:03d}" for i in range(PAGE_SIZE + 3)]
+    for title in titles:
+        world.new_task(title)
+    sign_in(web, tokens["human"])
+    base = f"/ui/projects/{world.project_id}"
+    first, second = web.get(base).text, web.get(base, params={"offset": PAGE_SIZE}).text
+    on_first = {t for t in titles if t in first}
+    on_second = {t for t in titles if t in second}
+    assert len(on_first) == PAGE_SIZE and on_second == set(titles) - on_first  # same clock: any order
+    assert f'offset={PAGE_SIZE}">Next' in first and "Next" not in second and "Previous" in second
+    by_fact = web.get(base, params={"fact": "open", "offset": PAGE_SIZE}).text
+    assert {t for t in titles if t in by_fact} == on_second and "Next" not in by_fact
