@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from studiolo._exceptions import CompletionRejected
-from studiolo.client import Client
 from studiolo.faces.http.server import ServerThread
 from studiolo.settings import Settings
 from tests.faces.helpers import Actors, complete, issue_tokens, new_task, submit, verify
@@ -169,4 +168,3 @@ def test_the_sign_in_page(live: Actors, browser: object) -> None:
     page.get_by_role("button", name="Sign in").click()
     sync_api.expect(page.get_by_role("alert")).to_contain_text("unknown or revoked")
     _shot(page, "sign-in")
-    assert isinstance(Client, type)
