@@ -18,6 +18,7 @@ from studiolo.faces.web.reasons import explain
 from studiolo.faces.web.session import WebCaller, WebSession
 from studiolo.faces.web.study import chart, study_rows
 from studiolo.faces.web.templating import HEADERS, render
+from studiolo.service import TaskPage
 
 __all__ = ["PAGE_SIZE", "router"]
 
@@ -68,8 +69,7 @@ def tasks(
     return render(request, "tasks.html", **ctx)
 
 
-def _task_context(door: Door, caller: WebCaller, task_id: str) -> dict[str, Any]:
-    page = door.task_page(caller, task_id)
+def _task_context(door: Door, caller: WebCaller, page: TaskPage) -> dict[str, Any]:
     v = page.view
     refused = [(e, [(code, *explain(code)) for code in e.data.get("failed", [])]) for e in v.rejections]
     return {
@@ -86,7 +86,7 @@ def _task_context(door: Door, caller: WebCaller, task_id: str) -> dict[str, Any]
 
 @router.get("/tasks/{task_id}")
 def task(request: Request, task_id: str, session: WebSession, caller: WebCaller, door: Door) -> Response:
-    ctx = _base(session, caller, **_task_context(door, caller, task_id))
+    ctx = _base(session, caller, **_task_context(door, caller, door.task_page(caller, task_id)))
     ctx["principals"] = _principals_or_none(door, caller, ctx["project_id"])
     return render(request, "task.html", **ctx)
 
@@ -96,9 +96,10 @@ def task_live(
     request: Request, task_id: str, session: WebSession, caller: WebCaller, door: Door, after: After = 0
 ) -> Response:
     """The live part of the task page, or 204 if nothing happened since event `after`."""
-    ctx = _base(session, caller, **_task_context(door, caller, task_id))
-    if ctx["last_seq"] <= after:
+    page = door.task_page(caller, task_id)
+    if page.project_seq <= after:  # before reading blobs for the diffs
         return Response(status_code=204, headers=HEADERS)
+    ctx = _base(session, caller, **_task_context(door, caller, page))
     return render(request, "_task_live.html", **ctx)
 
 
