@@ -111,6 +111,12 @@ def test_a_task_goes_from_claimed_to_accepted_live(live: Actors, browser: object
     expect(page.locator("#still-current")).to_contain_text("no: a later edit", timeout=WAIT_MS)  # type: ignore[attr-defined]
     assert page.evaluate("window.__notReloaded") is True  # type: ignore[attr-defined]
 
+    page.set_viewport_size({"width": 390, "height": 844})  # type: ignore[attr-defined]
+    _shot(page, "task-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    busy = new_task(admin, "add a changelog entry")
+    live.client("agent2").claim(busy.id)
+    new_task(admin, "document the API")
     for name, path in (
         ("tasks", f"/ui/projects/{live.world.project_id}"),
         ("rules", f"/ui/projects/{live.world.project_id}/rules"),
