@@ -75,7 +75,9 @@ class Model:
     def live(self, a: MAttempt) -> bool:
         return a.status == "active" and self.now < a.deadline
 
-    def verdict(self, caller: str, t: MTask, a: MAttempt, c: MCand, ev: list[MReceipt]) -> list[str]:
+    def verdict(
+        self, caller: str, t: MTask, a: MAttempt, c: MCand, ev: list[MReceipt], recorded: list[MReceipt]
+    ) -> list[str]:
         f = []
         if t.status not in ("open", "claimed"):
             f.append("task_not_active")
@@ -99,7 +101,9 @@ class Model:
             f.append("evidence_not_bound")
         if not bound:
             f.append("evidence_missing")
-        elif not all(r.passed for r in bound):
+        # every receipt recorded for these bytes counts, cited or not: a fail stands
+        same = [r for r in recorded if r.key == key and r.attempt_id == a.id and r.task_id == t.task.id]
+        if not all(r.passed for r in bound + same):
             f.append("evidence_failed")
         return f
 
@@ -251,7 +255,7 @@ class LedgerMachine(RuleBasedStateMachine):
         if same_task:
             pools.append(st.lists(st.sampled_from(same_task), max_size=2, unique_by=lambda r: r.id))
         ev = data.draw(st.one_of(*pools)) if pools else []
-        expected = self.m.verdict(who, t, a, c, ev)
+        expected = self.m.verdict(who, t, a, c, ev, self.receipts)
         rid = f"req-{next(_ids)}"
         try:
             out = self.w.complete(
