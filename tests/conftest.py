@@ -10,6 +10,15 @@ from tests.store.pgdb import fresh_database, server_url
 from tests.world import FakeClock, World, build_world
 
 
+@pytest.fixture(autouse=True)
+def _private_cli_state(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The CLI remembers claims under its state directory: never the real ~/.local/state.
+    A subprocess inherits this; one that builds its own environment sets its own."""
+    state = tmp_path_factory.mktemp("cli-state")
+    monkeypatch.setenv("STUDIOLO_STATE_DIR", str(state))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state / "xdg"))
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()

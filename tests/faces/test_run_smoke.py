@@ -35,6 +35,7 @@ def _wait_healthy(url: str, proc: subprocess.Popen[str]) -> None:
 def test_make_run_serves_the_demo_and_a_task_completes(tmp_path: Path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIOLO_")}
+    env["STUDIOLO_STATE_DIR"] = str(tmp_path / "cli-state")  # claims never land in ~/.local/state
     proc = subprocess.Popen(
         [*STUDIOLO, "run", "--port", str(port)],
         cwd=tmp_path,
@@ -65,6 +66,7 @@ def test_make_run_serves_the_demo_and_a_task_completes(tmp_path: Path) -> None:
 
         task = saved["tasks"]["Double the number"]
         attempt = cli(agent, "claim", task)
+        assert (tmp_path / "cli-state" / "claims" / f"{attempt['id']}.json").is_file()
         cli(agent, "checkout", "work", "--prefix", "src")
         (tmp_path / "work" / "src" / "answer.txt").write_text("42\n")
         cand = cli(agent, "submit", attempt["id"], "work")
