@@ -232,6 +232,11 @@ def test_artifact_observe_and_events(actors: Actors, tmp_path: Path) -> None:
     assert (
         js(actors, "human", "observe", "src/input.txt", "deployed", "--revision", "1")["kind"] == "deployed"
     )
+    current = js(actors, "human", "artifact", "show", "src/answer.txt")
+    assert js(actors, "human", "observe", "src/answer.txt", "healthy")["revision"] == current["revision"]
+    digest = js(actors, "human", "artifact", "show", "src/input.txt")["digest"]
+    assert js(actors, "human", "observe", "src/input.txt", "deployed", "--digest", digest)["digest"] == digest
+    assert "no revision 0" in cli(actors, "human", "observe", "src/never.txt", "deployed", code=2).output
     page = js(actors, "human", "events", "--limit", "1000")
     assert page[-1]["kind"] == "observation.recorded"
     assert "observation.recorded" in cli(actors, "human", "events", "--after", str(page[-2]["seq"])).stdout

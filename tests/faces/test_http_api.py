@@ -247,3 +247,6 @@ def test_healthz_and_openapi(actors: Actors) -> None:
             for code, resp in op["responses"].items():
                 if int(code) >= 400:
                     assert list(resp["content"]) == ["application/problem+json"], (path, code)
+            # the limits' answers are in the document too: 503 everywhere, 429 on the stream
+            assert "Retry-After" in op["responses"]["503"]["headers"], path
+            assert ("429" in op["responses"]) == path.endswith("/events/stream"), path

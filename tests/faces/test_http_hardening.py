@@ -187,7 +187,42 @@ def test_body_caps_from_settings() -> None:
     assert caps.for_request("POST", "/v1/tasks/t1/complete") == Settings.max_completion_bytes
     assert caps.for_request("POST", "/v1/attempts/a1/candidates") == Settings.max_candidate_bytes
     assert caps.for_request("PUT", "/v1/projects/p/artifacts/x") == Settings.max_json_bytes
-    assert caps.for_request("POST", "/mcp") == 10_000_000
+    assert caps.for_request("POST", "/mcp") == Settings.max_candidate_bytes  # files inline
+    assert caps.for_request("POST", "/a2a/jsonrpc") == Settings.max_json_bytes
+    assert caps.for_request("POST", "/ui/sign-in") == Settings.max_json_bytes
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/a2a/jsonrpc", "/a2a/rest/message:send"])
+def test_large_json_without_a_token_is_401_before_the_body_is_read_on_mcp_and_a2a(
+    world: World, path: str
+) -> None:
+    declared = 512 * 1024  # under each route's cap: only the missing token refuses it
+    with _serving(world) as (_, server), _connect(server.port) as sock:
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: studiolo\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nA2A-Version: 1.0\r\n"
+            f"Content-Length: {declared}\r\n\r\n"
+        )
+        sock.sendall(head.encode() + b'{"jsonrpc": "2.0", "id": "' + b"a" * 1000)
+        sock.settimeout(10)
+        status, headers, _ = _response_head(sock)  # answered while the rest is still unsent
+    assert status == 401 and headers["www-authenticate"].startswith("Bearer")
+
+
+CAPPED = [("/mcp", "max_candidate_bytes"), ("/a2a/jsonrpc", "max_json_bytes")]
+
+
+@pytest.mark.parametrize(("path", "cap"), CAPPED)
+def test_mcp_and_a2a_bodies_are_capped_even_with_a_token(world: World, path: str, cap: str) -> None:
+    with _serving(world, **{cap: 4096}) as (live, server), _connect(server.port) as sock:
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: studiolo\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {live.tokens['agent']}\r\nContent-Length: 4097\r\n\r\n"
+        )
+        sock.sendall(head.encode())
+        sock.settimeout(10)
+        status, _, body = _response_head(sock)
+    assert status == 413 and json.loads(body)["reason"] == "payload_too_large"
 
 
 # requests in flight, not sockets ----------------------------------------------------------

@@ -209,11 +209,16 @@ def observe(
     ctx: typer.Context,
     target: str,
     kind: Annotated[str, typer.Argument(help="e.g. deployed, healthy")],
-    revision: int | None = None,
+    revision: Annotated[
+        int | None, typer.Option(help="the revision observed; default: the current one (unless --digest)")
+    ] = None,
+    digest: Annotated[str | None, typer.Option(help="the bytes observed (sha256:…), not a revision")] = None,
     project: Project = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Record an observation (a historical fact; it never implies it still holds)."""
     st = state(ctx, json_out)
     with st.client() as c:
-        emit(st, c.observe(target, kind, revision, project=project))
+        if revision is None and digest is None:
+            revision = c.revision(target, project=project)
+        emit(st, c.observe(target, kind, revision, digest, project=project))

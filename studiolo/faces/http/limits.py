@@ -24,8 +24,8 @@ __all__ = ["BodyCaps", "BodyLimit", "InFlightLimit", "StreamSlots"]
 class BodyCaps:
     """The largest body each route accepts: small JSON by default, more where the route needs it."""
 
-    ceiling: int  # any path (`max_request_bytes`), also bounds every rule below
-    json: int  # any other /v1 route
+    ceiling: int  # `max_request_bytes`: bounds every rule below
+    json: int  # any other route (the API, /a2a, /ui): small JSON or a form
     routes: tuple[tuple[str, re.Pattern[str], int], ...] = ()
 
     @classmethod
@@ -34,6 +34,7 @@ class BodyCaps:
             ("POST", re.compile(r"/v1/blobs"), settings.max_blob_bytes),
             ("POST", re.compile(r"/v1/attempts/[^/]+/candidates"), settings.max_candidate_bytes),
             ("POST", re.compile(r"/v1/tasks/[^/]+/complete"), settings.max_completion_bytes),
+            ("POST", re.compile(r"/mcp/?"), settings.max_candidate_bytes),  # submit_candidate: files inline
         )
         return cls(settings.max_request_bytes, settings.max_json_bytes, routes)
 
@@ -41,7 +42,7 @@ class BodyCaps:
         for verb, pattern, cap in self.routes:
             if method == verb and pattern.fullmatch(path):
                 return min(cap, self.ceiling)
-        return min(self.json, self.ceiling) if path.startswith("/v1/") else self.ceiling
+        return min(self.json, self.ceiling)
 
 
 class _TooLarge(Exception):

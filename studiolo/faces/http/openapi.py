@@ -20,7 +20,11 @@ _ERRORS = {
     "413": "the body is too large (`payload_too_large`)",
     "422": "the body or a parameter does not match this schema (`invalid_request`)",
     "500": "an unexpected error (`internal_error`)",
+    "503": "too many requests in progress on this server (`overloaded`); retry after `Retry-After` seconds",
 }
+_STREAMS = "/events/stream"  # the one route that also answers 429
+_TOO_MANY_STREAMS = "the caller already holds its maximum of open event streams (`too_many_streams`)"
+_RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
 _DESCRIPTION = """\
 The HTTP face of Studiolo's completion ledger. Authenticate with `Authorization: Bearer <token>`;
 the caller is always derived from the token. Every error is RFC 9457 `application/problem+json`
@@ -45,9 +49,16 @@ def _document(app: FastAPI) -> dict[str, Any]:
     schemas.pop("ValidationError", None)
     schemas["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
     ref = {"$ref": "#/components/schemas/Problem"}
-    for operations in doc["paths"].values():
+    for path, operations in doc["paths"].items():
         for op in operations.values():
             responses = op.setdefault("responses", {})
             for code, text in _ERRORS.items():
-                responses[code] = {"description": text, "content": {PROBLEM_MEDIA_TYPE: {"schema": ref}}}
+                responses[code] = _problem(text, ref)
+            responses["503"]["headers"] = _RETRY_AFTER
+            if path.endswith(_STREAMS):
+                responses["429"] = {**_problem(_TOO_MANY_STREAMS, ref), "headers": _RETRY_AFTER}
     return doc
+
+
+def _problem(text: str, ref: dict[str, str]) -> dict[str, Any]:
+    return {"description": text, "content": {PROBLEM_MEDIA_TYPE: {"schema": ref}}}

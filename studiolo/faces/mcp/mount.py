@@ -71,7 +71,7 @@ def mount_mcp(app: FastAPI, door: Coordinator, settings: Settings) -> None:
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=True,
-        max_request_body_size=settings.max_request_bytes,
+        max_request_body_size=min(settings.max_candidate_bytes, settings.max_request_bytes),
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     app.router.routes.append(Route(MCP_PATH, endpoint=asgi, include_in_schema=False))
