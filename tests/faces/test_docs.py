@@ -94,3 +94,11 @@ def test_cli_docs_are_generated_from_help() -> None:
     assert (DOCS / "cli.md").read_text() == render(app), (
         "run: python -m studiolo.faces.cli.docs > docs/cli.md"
     )
+
+
+def test_the_readme_shows_every_dashboard_screenshot() -> None:
+    readme = (DOCS.parent / "README.md").read_text()
+    shots = sorted(p.name for p in (DOCS / "img").glob("*.png"))
+    assert shots, "the browser tests write docs/img/*.png"
+    for name in shots:
+        assert f"](docs/img/{name})" in readme, f"README.md does not show or link docs/img/{name}"

@@ -1,14 +1,17 @@
 """The README's `make run` (= `studiolo run`) as a subprocess: it serves, and one demo task
-can be completed through the CLI with the tokens and verifier key it leaves behind."""
+can be completed through the CLI with the tokens and verifier key it leaves behind; the
+README's tour runs in bash exactly as written (only the port differs), isolation on."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ import httpx
 from studiolo.faces.http.server import free_port
 
 STUDIOLO = [sys.executable, "-c", "from studiolo.faces.cli import main; main()"]
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen[str]) -> None:
@@ -97,3 +101,47 @@ def test_make_run_serves_the_demo_and_a_task_completes(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         output = proc.communicate(timeout=30)[0]
     assert "demo-tokens.json" in output and url in output
+
+
+@contextlib.contextmanager
+def _studiolo_run(cwd: Path, env: dict[str, str]) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [*STUDIOLO, "run", "--port", str(port)], cwd=cwd, env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+
+
+def _readme_tour() -> str:
+    section = README.read_text().split("## A 60-second tour", 1)[1]
+    return section.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
+    shim = tmp_path / ".venv" / "bin" / "studiolo"  # the tour puts $PWD/.venv/bin on PATH
+    shim.parent.mkdir(parents=True)
+    entry = "from studiolo.faces.cli import main; main()"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{entry}" "$@"\n')
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIOLO_")}
+    tour = _readme_tour()
+    assert "http://127.0.0.1:8765" in tour and "verifier run --once" in tour
+    with _studiolo_run(tmp_path, env) as url:
+        script = tour.replace("http://127.0.0.1:8765", url)
+        run = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", script],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert "1 item(s) processed" in run.stdout and "accepted: cmp_" in run.stdout
+    assert "fact accepted (still current: True)" in run.stdout
