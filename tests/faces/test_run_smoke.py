@@ -130,6 +130,7 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
     shim.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{entry}" "$@"\n')
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIOLO_")}
+    env["STUDIOLO_STATE_DIR"] = str(tmp_path / "cli-state")  # claims never land in ~/.local/state
     tour = _readme_tour()
     assert "http://127.0.0.1:8765" in tour and "verifier run --once" in tour
     with _studiolo_run(tmp_path, env) as url:
