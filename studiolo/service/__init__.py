@@ -10,6 +10,7 @@ from studiolo.service.completion import CompletionOps, CompletionOutcome, make_r
 from studiolo.service.content import ArtifactContent, CandidateDraft, ContentOps
 from studiolo.service.dashboard import DashboardOps, TaskListPage, TaskPage
 from studiolo.service.evidence import EvidenceOps, VerificationItem
+from studiolo.service.remote import RemoteOps
 from studiolo.service.views import AuditReport, HandoffView, Orientation, TaskView, ViewOps
 from studiolo.service.work import WorkOps
 
@@ -36,5 +37,7 @@ __all__ = [
 ]
 
 
-class Coordinator(A2AOps, AdminOps, WorkOps, ContentOps, EvidenceOps, CompletionOps, DashboardOps, ViewOps):
+class Coordinator(
+    RemoteOps, A2AOps, AdminOps, WorkOps, ContentOps, EvidenceOps, CompletionOps, DashboardOps, ViewOps
+):
     """The coordinator: admin, work, content, evidence, completion and views in one door."""

@@ -125,6 +125,9 @@ class ContentRepo:
             log = loads(row.body).get("log_digest")
             if log:
                 refs.add(log)  # a receipt's log is evidence too: keep it as long as the receipt
+        for row in self._c.execute(select(s.a2a_remote_delegations.c.evidence)):
+            blobs = loads(row.evidence).get("blobs", [])
+            refs.update(d for d in blobs if isinstance(d, str))  # a delegation's evidence
         return refs
 
     # artifacts

@@ -44,6 +44,7 @@ from studiolo.store.access import AccessRepo
 from studiolo.store.audit import AuditRepo, MetaRepo
 from studiolo.store.content import ContentRepo
 from studiolo.store.evidence import EvidenceRepo
+from studiolo.store.remote import RemoteRepo
 from studiolo.store.work import WorkRepo
 
 __all__ = ["WRITER_GATE", "ClockSource", "Store", "Tx"]
@@ -95,6 +96,7 @@ class Tx:
         self.audit = AuditRepo(conn)
         self.meta = MetaRepo(conn)
         self.a2a = A2ARepo(conn)
+        self.remote = RemoteRepo(conn)
         self._authority = authority
         self._read: tuple[float, str] | None = None
 

@@ -294,3 +294,48 @@ a2a_tasks = Table(
     Index("ix_a2a_tasks_requester", "requester_id", "created_at"),
     Index("ix_a2a_tasks_task", "task_id"),
 )
+
+# The A2A requester side (docs/a2a.md, "Delegating to a remote agent"): a trust anchor per
+# remote organisation and project (pinned keys), and each delegation's durable state.
+a2a_remote_orgs = Table(
+    "a2a_remote_orgs",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("keys", Text, nullable=False),  # JSON: kid → Ed25519 public key (base64url)
+    Column("agent_id", String(ID), ForeignKey("principals.id"), nullable=False),
+    Column("verifier_id", String(ID), ForeignKey("principals.id"), nullable=False),
+    Column("checker", String(200), nullable=False),
+    Column("target", String(1000), nullable=False),
+    Column("attest_key", Text, nullable=False),  # the verifier principal's private key
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+    UniqueConstraint("project_id", "name", name="uq_a2a_remote_org_name"),
+)
+
+a2a_remote_delegations = Table(
+    "a2a_remote_delegations",
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("task_id", String(ID), ForeignKey("tasks.id"), nullable=False),
+    Column("org_id", String(ID), ForeignKey("a2a_remote_orgs.id"), nullable=False),
+    Column("agent_url", String(2000), nullable=False),
+    Column("card_digest", String(80), nullable=False),
+    Column("pinned", Text, nullable=False),  # JSON: the keys pinned at delegation
+    Column("attempt_id", String(ID), ForeignKey("attempts.id"), nullable=False),
+    Column("fence", Integer, nullable=False),
+    Column("state", String(40), nullable=False),
+    Column("remote_task_id", String(200), nullable=True),
+    Column("remote_state", String(40), nullable=True),
+    Column("since", Float, nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("evidence", Text, nullable=False),  # JSON
+    Column("completion_id", String(ID), nullable=True),
+    Column("created_by", String(ID), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_a2a_remote_delegations_state", "state", "updated_at"),
+    Index("ix_a2a_remote_delegations_task", "task_id"),
+)
