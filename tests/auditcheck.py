@@ -1,6 +1,11 @@
 """An independent checker of the audit log: it replays the events into its own small state
 and re-derives, for every accepted completion, each condition of the completion contract
-at its commit point. It shares no code with `studiolo.core.predicate`."""
+at its commit point. It shares no code with `studiolo.core.predicate`.
+
+Lease extensions are not events: a completion's event records the lease deadline it relied
+on. The checker holds it to the commit time, to what the attempt could have had (the claim's
+deadline, or one a heartbeat set before the commit), and, given the attempts table, to the
+attempt's final row (a completed attempt's lease never moves again)."""
 
 from __future__ import annotations
 
@@ -39,6 +44,8 @@ class _State:
     cands: dict[str, dict[str, Any]] = field(default_factory=dict)
     receipts: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: dict[str, str] = field(default_factory=dict)
+    claimed_at: dict[str, float] = field(default_factory=dict)  # attempt → its claim's time
+    deadlines: dict[str, float] | None = None  # attempt → lease_deadline in the attempts table
 
 
 def _glob(pattern: str, path: str) -> bool:
@@ -62,9 +69,19 @@ def load_events(url: str) -> list[dict[str, Any]]:
     return [{**r._mapping, "data": json.loads(r.data)} for r in rows]
 
 
-def check(events: list[dict[str, Any]]) -> list[str]:
-    """Every violation found (empty: the log shows no completion that broke the contract)."""
-    st, problems = _State(), []
+def load_deadlines(url: str) -> dict[str, float]:
+    """attempt id → the lease deadline its row holds now."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        rows = conn.execute(select(schema.attempts.c.id, schema.attempts.c.lease_deadline)).all()
+    engine.dispose()
+    return {r.id: float(r.lease_deadline) for r in rows}
+
+
+def check(events: list[dict[str, Any]], deadlines: dict[str, float] | None = None) -> list[str]:
+    """Every violation found (empty: the log shows no completion that broke the contract).
+    `deadlines` (attempt → its row's lease deadline) adds the cross-check with the table."""
+    st, problems = _State(deadlines=deadlines), []
     for e in events:
         handler = _HANDLERS.get(e["kind"])
         if handler is not None:
@@ -94,14 +111,31 @@ def _attempt_started(st: _State, e: dict[str, Any]) -> list[str]:
         out.append(f"fence did not increase on {d['task']}: {d['fence']}")
     st.fences[d["task"]] = d["fence"]
     st.attempts[e["subject"]] = _Att(d["task"], d["principal"], d["fence"], d["lease_deadline"])
+    st.claimed_at[e["subject"]] = e["at"]
     st.current[d["task"]] = e["subject"]
     st.status[d["task"]] = "claimed"
     return out
 
 
-def _heartbeat(st: _State, e: dict[str, Any]) -> list[str]:
-    st.attempts[e["subject"]].deadline = e["data"]["lease_deadline"]
-    return []
+_MIN_LEASE = 1.0  # the shortest lease a claim or a heartbeat may ask for (SPEC, docs/api.md)
+
+
+def _lease_problems(st: _State, e: dict[str, Any], att: _Att | None) -> list[str]:
+    """The recorded deadline: live at the commit, one the attempt could have had, and (given
+    the attempts table) the one its row holds."""
+    relied = e["data"].get("lease_deadline")
+    if att is None or not isinstance(relied, int | float):
+        return ["lease deadline not recorded"]
+    out = []
+    if e["at"] >= relied:
+        out.append("lease was not live")
+    claimed = st.claimed_at[e["data"]["attempt"]]
+    if relied != att.deadline and relied < claimed + _MIN_LEASE:
+        out.append(f"lease deadline {relied!r} was never granted")
+    row = None if st.deadlines is None else st.deadlines.get(e["data"]["attempt"])
+    if st.deadlines is not None and row != relied:
+        out.append(f"lease deadline {relied!r} differs from the attempt's row {row!r}")
+    return out
 
 
 def _released(st: _State, e: dict[str, Any]) -> list[str]:
@@ -173,8 +207,7 @@ def _completion(st: _State, e: dict[str, Any]) -> list[str]:
         bad.append("caller did not own the attempt")
     if st.current.get(task) != d["attempt"] or att is None or att.fence != d["fence"]:
         bad.append("attempt was not current")
-    if att is None or e["at"] >= att.deadline:
-        bad.append("lease was not live")
+    bad.extend(_lease_problems(st, e, att))
     if cand.get("attempt") != d["attempt"]:
         bad.append("candidate not bound")
     for path in cand.get("files", {}):
@@ -219,7 +252,6 @@ _HANDLERS = {
     "task.cancelled": _cancelled,
     "attempt.claimed": _attempt_started,
     "attempt.reassigned": _attempt_started,
-    "attempt.heartbeat": _heartbeat,
     "attempt.released": _released,
     "grant.created": _grant,
     "grant.revoked": _revoke,

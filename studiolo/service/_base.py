@@ -16,6 +16,7 @@ from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
 from studiolo.core.model import Action, Candidate, Grant, Principal, Task
 from studiolo.core.reasons import Reason
 from studiolo.keys import ServiceKey
+from studiolo.service._auth import AuthCache
 from studiolo.settings import Settings
 from studiolo.store import Store, Tx
 
@@ -67,6 +68,7 @@ class Base:
         self.disabled_checks = disabled_checks  # only the study's ablations set this
         self._service_key: tuple[str, ServiceKey] | None = None  # (meta text, parsed)
         self._key_in_tx = threading.local()  # (weakref to the tx, its key): one read per tx
+        self.auth_cache = AuthCache()  # token hash → principal, per auth generation
 
     # authorization ---------------------------------------------------------
     @staticmethod

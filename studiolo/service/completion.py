@@ -212,6 +212,7 @@ class CompletionOps(Base):
             contract_hash=q.contract_hash,
             attempt=attempt.id,
             fence=attempt.fence,
+            lease_deadline=attempt.lease_deadline,  # heartbeats are not events: the deadline relied on
             candidate=cand.id,
             evidence=sorted(set(q.evidence)),
             revisions=revisions,

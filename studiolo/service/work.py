@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound
 from studiolo.core.model import (
@@ -205,6 +206,9 @@ class WorkOps(Base):
         return self.store.write(run)
 
     def heartbeat(self, caller: Principal, attempt_id: str, lease_seconds: float | None = None) -> Attempt:
+        """Extend a live lease: a conditional update of the attempt, not an audit event (the
+        completion's event records the deadline it relied on). On SQLite it commits without
+        its own fsync: a lost extension only shortens a lease (docs/operations.md)."""
         lease = self._lease(lease_seconds)
 
         def run(tx: Tx) -> Attempt:
@@ -214,18 +218,11 @@ class WorkOps(Base):
             if not self._live(tx, attempt) or task.current_attempt_id != attempt.id:
                 raise Conflict("the attempt is no longer live", reason="attempt_not_active")
             deadline = tx.now + lease
-            tx.work.update_attempt(attempt.id, lease_deadline=deadline)
-            self.audit(
-                tx,
-                task.project_id,
-                "attempt.heartbeat",
-                caller,
-                attempt.id,
-                lease_deadline=deadline,
-            )
-            return tx.work.attempt(attempt.id) or attempt
+            if not tx.work.extend_lease(attempt, tx.now, deadline):
+                raise Conflict("the attempt is no longer live", reason="attempt_not_active")
+            return replace(attempt, lease_deadline=deadline)
 
-        return self.store.write(run)
+        return self.store.write(run, durable=False)
 
     def release(self, caller: Principal, attempt_id: str) -> Attempt:
         def run(tx: Tx) -> Attempt:

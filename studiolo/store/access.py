@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, insert, select, update
+from sqlalchemy import Connection, Integer, Row, Text, bindparam, func, insert, select, update
 
 from studiolo.core.model import Action, Checker, Grant, Policy, Principal, PrincipalKind, Project
 from studiolo.store import schema as s
@@ -21,6 +21,14 @@ _GRANTS_OF = (
     .order_by(s.grants.c.created_at)
 )
 _LIVE_GRANTS_OF = _GRANTS_OF.where(s.grants.c.revoked_at.is_(None))
+_AUTH_GENERATION = select(s.meta.c.key, s.meta.c.value).where(
+    s.meta.c.key.in_(("incarnation", "auth_generation"))
+)
+_BUMP_GENERATION = (
+    update(s.meta)
+    .where(s.meta.c.key == "auth_generation")
+    .values(value=func.cast(func.cast(s.meta.c.value, Integer) + 1, Text))
+)
 _CHECKERS = (
     select(s.checkers)
     .where(s.checkers.c.project_id == bindparam("p"))
@@ -77,6 +85,7 @@ class AccessRepo:
         self._c.execute(
             update(s.principals).where(s.principals.c.id == principal_id).values(public_key=public_key)
         )
+        self._bump_auth_generation()
 
     def add_token(self, token_id: str, principal_id: str, token_hash: str, at: float) -> None:
         self._c.execute(
@@ -99,7 +108,18 @@ class AccessRepo:
             .where(s.tokens.c.principal_id == principal_id, s.tokens.c.revoked_at.is_(None))
             .values(revoked_at=at)
         )
+        self._bump_auth_generation()
         return int(result.rowcount)
+
+    def auth_generation(self) -> tuple[str, str]:
+        """(incarnation, auth generation): what an authentication cache entry is valid for."""
+        found = {r.key: str(r.value) for r in self._c.execute(_AUTH_GENERATION)}
+        return found.get("incarnation", ""), found.get("auth_generation", "0")
+
+    def _bump_auth_generation(self) -> None:
+        """Every change that can end a token's or a grant's power calls this (`_auth.py`)."""
+        if self._c.execute(_BUMP_GENERATION).rowcount == 0:
+            self._c.execute(insert(s.meta).values(key="auth_generation", value="1"))
 
     # grants
     def add_grant(self, g: Grant) -> None:
@@ -128,6 +148,7 @@ class AccessRepo:
 
     def revoke_grant(self, grant_id: str, at: float) -> None:
         self._c.execute(update(s.grants).where(s.grants.c.id == grant_id).values(revoked_at=at))
+        self._bump_auth_generation()
 
     # policies
     def add_policy(self, p: Policy) -> None:

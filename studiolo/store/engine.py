@@ -5,6 +5,11 @@ log is a total order. Both back-ends therefore run writers one at a time and mak
 transaction read the state the previous one committed.
 
 SQLite: WAL, `BEGIN IMMEDIATE` for every write (one writer at a time, across processes).
+Writers first take a blocking `flock` on `<ledger>.writer-lock` (the *writer lock*): several
+server processes (`serve --workers N`) queue in the kernel instead of busy-waiting in
+SQLite's busy handler, which sleeps up to 100 ms between tries. A write may be marked not
+durable (a lease extension): it commits with `synchronous=NORMAL`, no fsync of its own; the
+next durable commit's fsync of the WAL carries it, and losing it only shortens a lease.
 The ledger holds the service signing key, so a new SQLite file is created 0600 (SQLite gives
 its -wal and -shm files the database file's mode) and a missing directory for it 0700.
 
@@ -24,6 +29,7 @@ is guarded by `meta.clock_last` so it never moves backwards within an incarnatio
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import threading
@@ -145,6 +151,8 @@ class Store:
         self.writer_gate = (self.dialect == "postgresql") if writer_gate is None else writer_gate
         self.engine: Engine = _make_engine(url, self.dialect, pool_size, max_overflow)
         self._local_writer = threading.Lock()  # one writer per process waits on the gate
+        self._lock_path = _writer_lock_path(url) if self.is_sqlite else None
+        self._lock_fd: int | None = None
         self._writing = threading.local()  # a nested write would wait for itself: refuse it
         self.retries = 0  # serialization failures retried (for metrics and tests)
 
@@ -161,16 +169,26 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     # transactions ---------------------------------------------------------------
-    def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` in one serializable write transaction; retry on serialization failure."""
+    def write(self, fn: Callable[[Tx], T], *, durable: bool = True) -> T:
+        """Run `fn` in one serializable write transaction; retry on serialization failure.
+
+        `durable=False` (SQLite): commit without an fsync of its own; a crash may lose it
+        until the next durable commit. Only for writes whose loss is safe (a lease extension)."""
 
         if getattr(self._writing, "active", False):
             raise RuntimeError("store.write inside store.write: one operation is one transaction")
 
         def once() -> T:
-            with self._local_writer, self._transaction(write=True) as tx:
+            with (
+                self._local_writer,
+                self._writer_lock(),
+                self._transaction(write=True, durable=durable) as tx,
+            ):
                 self._writing.active = True
                 try:
                     return fn(tx)
@@ -212,7 +230,7 @@ class Store:
 
         For whole-ledger operations (restore): no writer and no migration runs meanwhile.
         """
-        with self._local_writer, self.engine.connect() as conn, self._exclusive(conn):
+        with self._local_writer, self._writer_lock(), self.engine.connect() as conn, self._exclusive(conn):
             yield conn
 
     def tx_on(self, conn: Connection, *, write: bool) -> Tx:
@@ -234,11 +252,32 @@ class Store:
             yield
 
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Tx]:
+    def _writer_lock(self) -> Iterator[None]:
+        """SQLite: the cross-process writer lock (a blocking flock; the caller holds
+        `_local_writer`, so one thread per process waits here). Other back-ends: nothing."""
+        if self._lock_path is None:
+            yield
+            return
+        if self._lock_fd is None:
+            self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    @contextmanager
+    def _transaction(self, *, write: bool, durable: bool = True) -> Iterator[Tx]:
         with self.engine.connect() as conn:
             if self.is_sqlite:
-                conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-                yield from self._run(conn, write=write)
+                if not durable:
+                    conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
+                try:
+                    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+                    yield from self._run(conn, write=write)
+                finally:
+                    if not durable:
+                        conn.exec_driver_sql("PRAGMA synchronous=FULL")
                 return
             if write:
                 with self._gated(conn):
@@ -385,6 +424,14 @@ def _create_private_sqlite_file(url: str) -> None:
         missing.mkdir(mode=0o700, exist_ok=True)
     with suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+
+
+def _writer_lock_path(url: str) -> str | None:
+    """`<ledger>.writer-lock` beside a SQLite file; None for an in-memory database."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database + ".writer-lock"
 
 
 def _pg_connect_args(url: str) -> dict[str, Any]:

@@ -26,6 +26,17 @@ _ATTEMPT = select(s.attempts).where(s.attempts.c.id == bindparam("id"))
 # An UPDATE whose SET clause comes from the parameter names (all but `_id`).
 _UPDATE_TASK = update(s.tasks).where(s.tasks.c.id == bindparam("_id"))
 _UPDATE_ATTEMPT = update(s.attempts).where(s.attempts.c.id == bindparam("_id"))
+_EXTEND_LEASE = (
+    update(s.attempts)
+    .where(
+        s.attempts.c.id == bindparam("_id"),
+        s.attempts.c.principal_id == bindparam("_owner"),
+        s.attempts.c.status == AttemptStatus.ACTIVE.value,
+        s.attempts.c.incarnation == bindparam("_incarnation"),
+        s.attempts.c.lease_deadline > bindparam("_now"),
+    )
+    .values(lease_deadline=bindparam("_deadline"))
+)
 _INSERT_COMPLETION = insert(s.completions)
 _COMPLETION_BY_REQUEST = select(s.completions).where(
     s.completions.c.project_id == bindparam("p"), s.completions.c.request_id == bindparam("r")
@@ -117,6 +128,21 @@ class WorkRepo:
         if "status" in values and isinstance(values["status"], AttemptStatus):
             values["status"] = values["status"].value
         self._c.execute(_UPDATE_ATTEMPT, {"_id": attempt_id, **values})
+
+    def extend_lease(self, a: Attempt, now: float, deadline: float) -> bool:
+        """Move a live attempt's lease deadline; False (nothing written) unless the attempt is
+        still active, its owner's, of this incarnation and unexpired at `now`."""
+        done = self._c.execute(
+            _EXTEND_LEASE,
+            {
+                "_id": a.id,
+                "_owner": a.principal_id,
+                "_incarnation": a.incarnation,
+                "_now": now,
+                "_deadline": deadline,
+            },
+        )
+        return int(done.rowcount) == 1
 
     # completions
     def add_completion(self, project_id: str, c: Completion) -> None:

@@ -62,7 +62,8 @@ def load_rows(url: str) -> dict[str, list[dict[str, Any]]]:
 def check_run(rows: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any]]) -> Findings:
     found = Findings(events=len(rows["events"]))
     events = rows["events"]
-    for problem in replay_predicates(events):
+    deadlines = {a["id"]: float(a["lease_deadline"]) for a in rows["attempts"]}
+    for problem in replay_predicates(events, deadlines):
         found.add(problem)
     _chain(events, found)
     _fences(events, found)

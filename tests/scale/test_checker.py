@@ -73,4 +73,12 @@ def test_each_broken_invariant_is_reported(done: tuple[dict[str, Any], list[dict
     row = next(e for e in pinned["events"] if e["seq"] == accepted["seq"])
     row["data"]["contract_hash"] = "sha256:" + "1" * 64
     assert "not pinned" in _problems(pinned, answers)
+    moved = copy.deepcopy(rows)  # a lease that moved after the completion relied on it
+    next(a for a in moved["attempts"] if a["id"] == accepted["data"]["attempt"])["lease_deadline"] += 5
+    assert "differs from the attempt's row" in _problems(moved, answers)
+
+    lapsed = copy.deepcopy(rows)  # a completion that relied on a lease already over
+    row = next(e for e in lapsed["events"] if e["seq"] == accepted["seq"])
+    row["data"]["lease_deadline"] = row["at"] - 1
+    assert "lease was not live" in _problems(lapsed, answers)
     assert json.dumps(rows, default=str)  # the fixture stayed intact

@@ -9,10 +9,11 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from studiolo import StudioloError
 from studiolo.core.model import Principal
-from tests.auditcheck import check, load_events
+from tests.auditcheck import check, load_deadlines, load_events
 from tests.world import World, build_world
 
 WORKERS = 4
@@ -28,7 +29,9 @@ def _worker(
             return
         tid = rng.choice(tasks)
         try:
-            att = w.coord.claim(me, tid, rng.choice([0.05, 5.0]))
+            att = w.coord.claim(me, tid, rng.choice([1.0, 5.0]))
+            if rng.random() < 0.5:  # an extension is not an event: the completion records it
+                att = w.coord.heartbeat(me, att.id, rng.choice([1.0, 5.0]))
             task = w.coord.task_view(me, tid).task
             target = f"src/t{tasks.index(tid)}.txt"
             dep = w.coord.read_revision(me, w.project_id, "src/input.txt")
@@ -85,7 +88,7 @@ def test_races_leave_no_unsafe_completion(tmp_path: Path) -> None:
     chaos.join(timeout=60)
 
     events = load_events(w.coord.store.url)
-    assert check(events) == []
+    assert check(events, load_deadlines(w.coord.store.url)) == []
     per_task = Counter(e["subject"] for e in events if e["kind"] == "completion.accepted")
     assert per_task and max(per_task.values()) == 1
     assert stats["accepted"] == sum(per_task.values())
@@ -120,3 +123,29 @@ def test_the_checker_catches_a_second_completion(tmp_path: Path) -> None:
     problems = check([*events, done])
     assert any("not active" in p for p in problems)
     assert any("request id accepted twice" in p for p in problems)
+
+
+def test_the_checker_holds_the_recorded_lease_deadline(tmp_path: Path) -> None:
+    """A heartbeat leaves no event; the completion's recorded deadline is checked instead:
+    against the commit time, against what was ever granted, and against the attempt's row."""
+    w = build_world(tmp_path, clock=time.time)
+    task = w.new_task("x", scope=["src/**"])
+    att = w.coord.claim(w.agent, task.id, 60)
+    att = w.coord.heartbeat(w.agent, att.id, 120)
+    cand = w.candidate(att, {"src/x.txt": b"1"}, deps={"src/input.txt": 1})
+    w.complete(task, att, cand, [w.receipt(cand).id])
+    events, deadlines = load_events(w.coord.store.url), load_deadlines(w.coord.store.url)
+    assert not any(e["kind"] == "attempt.heartbeat" for e in events)
+    assert check(events, deadlines) == []
+    done = next(e for e in events if e["kind"] == "completion.accepted")
+    assert done["data"]["lease_deadline"] == att.lease_deadline == deadlines[att.id]
+
+    def forged(deadline: float) -> list[dict[str, Any]]:
+        return [{**e, "data": {**e["data"], "lease_deadline": deadline}} if e is done else e for e in events]
+
+    assert any("lease was not live" in p for p in check(forged(done["at"] - 1)))
+    assert any("never granted" in p for p in check(forged(done["at"] + 0.5)))
+    assert any("differs from the attempt's row" in p for p in check(events, {**deadlines, att.id: 1.0}))
+    bare = {k: v for k, v in done["data"].items() if k != "lease_deadline"}
+    unrecorded = [{**e, "data": bare} if e is done else e for e in events]
+    assert any("not recorded" in p for p in check(unrecorded))

@@ -25,27 +25,33 @@ _bearer = HTTPBearer(auto_error=False, description="a Studiolo token: `Authoriza
 _PRINCIPAL = "studiolo_principal"  # where AuthenticateFirst leaves the caller, in scope["state"]
 
 
-def _door(request: Request) -> Coordinator:
+# The dependencies are `async def`: FastAPI runs a plain `def` dependency in the threadpool,
+# and a hop there per dependency cost more than the hot routes' own work. Only the token
+# lookup blocks, and only it goes to the threadpool.
+async def _door(request: Request) -> Coordinator:
     door: Coordinator = request.app.state.coordinator
     return door
 
 
-def _metrics(request: Request) -> Metrics:
+async def _metrics(request: Request) -> Metrics:
     metrics: Metrics = request.app.state.metrics
     return metrics
 
 
-def _token(credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]) -> str:
+async def _token(credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]) -> str:
     if credentials is None:
         raise Unauthenticated("a bearer token is required")
     return credentials.credentials
 
 
-def _caller(
+async def _caller(
     request: Request, door: Annotated[Coordinator, Depends(_door)], token: Annotated[str, Depends(_token)]
 ) -> Principal:
     known = request.scope.get("state", {}).get(_PRINCIPAL)
-    return known if isinstance(known, Principal) else door.authenticate(token)
+    if isinstance(known, Principal):
+        return known
+    principal: Principal = await run_in_threadpool(door.authenticate, token)
+    return principal
 
 
 Door = Annotated[Coordinator, Depends(_door)]

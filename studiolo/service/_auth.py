@@ -1,0 +1,44 @@
+"""The authentication cache: token hash → principal, valid for one *auth generation*.
+
+Every change that could end a token's or a grant's power (a token revoked or rotated, a grant
+revoked, a principal's key replaced) bumps `meta.auth_generation` in the same transaction
+(the store does it, so no path forgets). `authenticate` reads the generation and the
+incarnation in the snapshot it authenticates in; an entry cached under another generation is
+never used. So a revocation that has returned is seen by the next request of every process
+sharing the ledger, at the cost of one small read instead of the token lookup.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from studiolo.core.model import Principal
+
+__all__ = ["AuthCache"]
+
+
+class AuthCache:
+    """Bounded and thread-safe; a new generation empties it."""
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self._max = max_entries
+        self._generation: tuple[str, str] | None = None
+        self._entries: dict[str, Principal] = {}
+        self._lock = threading.Lock()
+
+    def get(self, token_hash: str, generation: tuple[str, str]) -> Principal | None:
+        with self._lock:
+            if generation != self._generation:
+                return None
+            return self._entries.get(token_hash)
+
+    def put(self, token_hash: str, generation: tuple[str, str], principal: Principal) -> None:
+        with self._lock:
+            if generation != self._generation:
+                self._generation, self._entries = generation, {}
+            elif len(self._entries) >= self._max:
+                self._entries.pop(next(iter(self._entries)))  # the oldest entry
+            self._entries[token_hash] = principal
+
+    def __len__(self) -> int:
+        return len(self._entries)

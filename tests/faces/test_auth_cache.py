@@ -1,0 +1,112 @@
+"""Authentication is cached (token hash → principal) and a revocation is still immediate:
+once the revoking call has returned, no process sharing the ledger lets the token (or the
+revoked grant) through — tested with real server processes on one SQLite ledger."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from studiolo._exceptions import Unauthenticated
+from studiolo.faces.http.server import free_port
+from tests.world import World, build_world
+
+STUDIOLO = [sys.executable, "-c", "from studiolo.faces.cli import main; main()"]
+
+
+def test_a_revoked_token_fails_on_the_next_call_in_process(tmp_path: Path) -> None:
+    w = build_world(tmp_path, clock=time.time)
+    issued = w.coord.add_principal(w.admin, w.project_id, "cached", "agent")
+    for _ in range(3):
+        assert w.coord.authenticate(issued.token).id == issued.principal.id
+    assert len(w.coord.auth_cache) >= 1
+    w.coord.revoke_tokens(w.admin, issued.principal.id)
+    with pytest.raises(Unauthenticated):
+        w.coord.authenticate(issued.token)
+
+
+def test_a_second_coordinator_sees_a_revocation_at_once(tmp_path: Path) -> None:
+    """Two doors on one ledger (two processes' worth of caches): each revocation made
+    through one is refused by the other on its very next call."""
+    w = build_world(tmp_path, clock=time.time)
+    other = type(w.coord)(type(w.coord.store)(w.coord.store.url), w.coord.settings)
+    for n in range(5):
+        issued = w.coord.add_principal(w.admin, w.project_id, f"p{n}", "agent")
+        assert other.authenticate(issued.token).id == issued.principal.id  # cached there now
+        assert other.authenticate(issued.token).id == issued.principal.id
+        rotated = w.coord.rotate_token(w.admin, issued.principal.id)
+        with pytest.raises(Unauthenticated):
+            other.authenticate(issued.token)
+        assert other.authenticate(rotated.token).id == issued.principal.id
+    other.store.dispose()
+
+
+@pytest.fixture
+def two_servers(tmp_path: Path) -> Iterator[tuple[World, list[str]]]:
+    w = build_world(tmp_path, clock=time.time)
+    env = {**os.environ, "STUDIOLO_DATABASE_URL": w.coord.store.url}
+    procs, urls = [], []
+    try:
+        for _ in range(2):
+            port = free_port()
+            procs.append(
+                subprocess.Popen(
+                    [*STUDIOLO, "serve", "--port", str(port)],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            urls.append(f"http://127.0.0.1:{port}")
+        for url, proc in zip(urls, procs, strict=True):
+            _wait(url, proc)
+        yield w, urls
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+        w.coord.store.dispose()
+
+
+def test_revocations_reach_every_server_process_at_once(two_servers: tuple[World, list[str]]) -> None:
+    w, (a, b) = two_servers
+    admin_token = w.coord.rotate_token(w.admin, w.admin.id).token
+    task = w.new_task("seen by the agent")
+    for n in range(4):
+        issued = w.coord.add_principal(w.admin, w.project_id, f"remote{n}", "agent")
+        grant = w.coord.grant(w.admin, w.project_id, issued.principal.id, ["read"], ["**"])
+        agent = {"Authorization": f"Bearer {issued.token}"}
+        admin = {"Authorization": f"Bearer {admin_token}"}
+        for url in (a, b, a, b):  # both processes have the token (and its principal) cached
+            assert httpx.get(f"{url}/v1/tasks/{task.id}", headers=agent).status_code == 200
+        # a grant revoked through one process: the other refuses the read at once
+        revoked = httpx.post(f"{a}/v1/grants/{grant.id}/revoke", headers=admin)
+        assert revoked.status_code == 200, revoked.text
+        assert httpx.get(f"{b}/v1/tasks/{task.id}", headers=agent).status_code == 404
+        assert httpx.get(f"{b}/v1/me", headers=agent).status_code == 200  # the token itself lives
+        # the token revoked through one process: the other answers 401 on the next request
+        gone = httpx.post(f"{a}/v1/principals/{issued.principal.id}/tokens/revoke", headers=admin)
+        assert gone.status_code == 200, gone.text
+        assert httpx.get(f"{b}/v1/me", headers=agent).status_code == 401
+        assert httpx.post(f"{b}/v1/tasks/{task.id}/attempts", headers=agent, json={}).status_code == 401
+        assert httpx.get(f"{a}/v1/me", headers=agent).status_code == 401
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the server exited"
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("the server did not start")
