@@ -1,5 +1,6 @@
 """The `studiolo` command line: workers and admins over the HTTP API (`studiolo.client`),
-operators over the local ledger (init, serve, run, demo, audit, db, backup, study).
+operators over the local ledger (init, serve, run, demo, audit, db, backup), and the
+simulations (study, a2a-study).
 
 Every command is registered by name in `COMMANDS` and imported only when it runs
 (`_lazy.LazyGroup`): `studiolo --help` and a worker command load no server code.
@@ -84,6 +85,10 @@ COMMANDS: dict[str, Lazy] = {
     "study": Lazy(
         "studiolo.faces.cli_study",
         "Re-run the report's bounded interleaving study (model mode, or --engine).",
+    ),
+    "a2a-study": Lazy(
+        "studiolo.faces.cli_a2a_study",
+        "Simulate A2A delegations: a requester that trusts the terminal state beside the quiescence check.",
     ),
 }
 

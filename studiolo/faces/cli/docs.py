@@ -47,8 +47,8 @@ the problem, with `status`, `reason`, `failed`, `detail`).
 | 3 | unauthenticated, not authorized, or not found (HTTP 401, 403, 404) |
 | 4 | the service is unreachable, or an internal error |
 
-Commands registered by other modules (`study`, `verifier …`, `db …`) follow their own
-conventions, documented with them.
+Commands registered by other modules (`study`, `a2a-study`, `verifier …`, `db …`) follow
+their own conventions, documented with them (`a2a-study`: docs/a2a.md, "The quiescence study").
 """
 
 
