@@ -5,10 +5,10 @@ at the instant it is sent, and then the clock moves by the round trip (and the t
 a download). Sleeping moves the clock; nothing waits for real.
 
 :class:`Endpoint` serves one :class:`~studiolo.a2a_study.remote.RemoteTask`: ``get_task`` is
-A2A ``GetTask`` (state, and from the terminal state on, the signed manifest and the inline
-artifacts); ``download`` fetches one artifact by id — an inline one costs nothing more (its
-bytes came with the task), a URL part or a detached artifact costs a round trip and its
-transfer, and a detached artifact not yet delivered (or never) is a 404 after a round trip.
+A2A ``GetTask`` (state, and once published, the signed manifest and the inline artifacts);
+``download`` fetches one artifact by id — an inline one costs nothing more (its bytes came
+with the task), a URL part or a detached artifact costs a round trip and its transfer, and a
+detached artifact not yet delivered (or never) is a 404 after a round trip.
 """
 
 from __future__ import annotations
@@ -70,13 +70,15 @@ class Endpoint:
         self.reads += 1
         if now < self.task.terminal_ms:
             return Snapshot(self.task.task_id, WORKING, None, MappingProxyType({}))
+        if now < self.task.manifest_ms:
+            return Snapshot(self.task.task_id, self.task.terminal.value, None, MappingProxyType({}))
         inline = {a.artifact_id: a.content for a in self.task.artifacts if a.delivery is Delivery.INLINE}
         return Snapshot(self.task.task_id, self.task.terminal.value, self._signed(), MappingProxyType(inline))
 
     def download(self, artifact_id: str) -> bytes | None:
         artifact = self._artifacts.get(artifact_id)
         if artifact is not None and artifact.delivery is Delivery.INLINE:
-            return artifact.content if self.clock.ms >= self.task.terminal_ms else None
+            return artifact.content if artifact.retrievable(self.clock.ms) else None
         now = self.clock.ms
         self.downloads += 1
         if artifact is None or not artifact.retrievable(now):

@@ -14,9 +14,12 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from studiolo.core.quiescence import QuiescencePolicy
+
 __all__ = ["MIB", "Delivery", "Params", "Tamper", "Terminal"]
 
 MIB = 1 << 20
+_POLICY = QuiescencePolicy()
 
 
 class Terminal(StrEnum):
@@ -71,13 +74,20 @@ class Params:
     lost_rate: float = 0.0065  # of detached artifacts: never delivered (about 0.02% of all artifacts)
     # integrity faults, per task
     tamper_rate: float = 0.001
+    # the a2a-sdk ordering `complete()` then `add_artifact(...)`: the manifest and the inline
+    # artifacts appear after the terminal state. Off by default (not one of the record's conditions)
+    manifest_lag_rate: float = 0.0
+    manifest_lag_median_s: float = 0.5
+    manifest_lag_sigma: float = 1.0
     # the requester's network
     rtt_ms: int = 60
     fetch_mib_s: float = 8.0
-    # the quiescence requester's bound before `indeterminate`, and its fetch backoff
-    bound_s: float = 600.0
-    backoff_initial_s: float = 1.0
-    backoff_max_s: float = 30.0
+    # the quiescence requester's policy: the core's defaults (bound before `indeterminate`, backoff)
+    bound_s: float = _POLICY.bound
+    backoff_initial_s: float = _POLICY.initial_delay
+    backoff_factor: float = _POLICY.factor
+    backoff_max_s: float = _POLICY.max_delay
+    manifest_required: tuple[str, ...] = tuple(sorted(_POLICY.manifest_required))
 
     def document(self) -> dict[str, Any]:
         """The parameters as plain JSON values (for the results file)."""

@@ -4,8 +4,9 @@
 seed and the task's index, every variate drawn in a fixed order whatever the branch), so a
 task is the same whichever tasks run beside it. A :class:`RemoteTask` is a timeline of
 events on a virtual clock: the terminal state, committed together with its inline and URL
-artifacts and the signed manifest; and, for a bundle over the detached threshold, a later
-delivery on the detached channel (or none: a lost artifact).
+artifacts and the signed manifest (or, with ``manifest_lag_rate``, those a moment after it, as
+the a2a-sdk emits them when an executor completes before adding artifacts); and, for a bundle
+over the detached threshold, a delivery on the detached channel (or none: a lost artifact).
 
 Artifact bytes are modelled by a short token per artifact (sizes only set transfer times);
 SHA-256 is computed over the token. A manifest entry's signature is HMAC-SHA256 under the
@@ -77,6 +78,7 @@ class RemoteTask:
     tamper: Tamper
     key_id: str
     manifest: bytes
+    manifest_ms: int  # when the signed manifest (and the inline artifacts) can be read
 
     @property
     def detached(self) -> bool:
@@ -118,6 +120,8 @@ class _Draw:
     tamper_u: float
     tamper_kind_u: float
     tamper_target_u: float
+    manifest_lag_u: float
+    manifest_lag_s: float
 
 
 def _draw(params: Params, rng: random.Random) -> _Draw:
@@ -139,6 +143,8 @@ def _draw(params: Params, rng: random.Random) -> _Draw:
         tamper_u=rng.random(),
         tamper_kind_u=rng.random(),
         tamper_target_u=rng.random(),
+        manifest_lag_u=rng.random(),
+        manifest_lag_s=_lognormal(rng, params.manifest_lag_median_s, params.manifest_lag_sigma),
     )
 
 
@@ -210,10 +216,12 @@ def draw_task(params: Params, seed: int, index: int) -> RemoteTask:
     tamper = _tamper(params, draw)
     sizes = (draw.bundle_bytes, *draw.attachments)
     target = min(len(sizes) - 1, int(draw.tamper_target_u * len(sizes)))
+    lag = _ms(draw.manifest_lag_s) if draw.manifest_lag_u < params.manifest_lag_rate else 0
+    manifest_ms = terminal_ms + lag
     artifacts = []
     for position, size in enumerate(sizes):
         delivery = _delivery(params, size)
-        arrival = _bundle_arrival(params, draw, terminal_ms) if delivery is Delivery.DETACHED else terminal_ms
+        arrival = _bundle_arrival(params, draw, terminal_ms) if delivery is Delivery.DETACHED else manifest_ms
         fault = tamper if position == target else Tamper.NONE
         name = "bundle" if position == 0 else f"attachment-{position}"
         artifacts.append(_artifact(task_id, name, size, delivery, arrival, fault))
@@ -228,4 +236,5 @@ def draw_task(params: Params, seed: int, index: int) -> RemoteTask:
         tamper=tamper,
         key_id=key_id,
         manifest=manifest_bytes(task_id, declared),
+        manifest_ms=manifest_ms,
     )

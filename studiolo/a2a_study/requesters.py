@@ -61,7 +61,11 @@ def naive(task: RemoteTask, params: Params) -> Decision:
 
 def policy_for(params: Params) -> QuiescencePolicy:
     return QuiescencePolicy(
-        bound=params.bound_s, initial_delay=params.backoff_initial_s, max_delay=params.backoff_max_s
+        bound=params.bound_s,
+        initial_delay=params.backoff_initial_s,
+        factor=params.backoff_factor,
+        max_delay=params.backoff_max_s,
+        manifest_required=frozenset(TaskState(state) for state in params.manifest_required),
     )
 
 

@@ -127,3 +127,24 @@ def test_quiescence_never_finalizes_early_or_tampered_work(
         assert decision.at_ms >= max(a.available_ms or 0 for a in task.artifacts)
     if task.lost:
         assert decision.kind is not Kind.FINALIZED
+
+
+ALL_TERMINAL = ("canceled", "completed", "failed", "rejected")
+
+
+@pytest.mark.parametrize("required", [("completed",), ALL_TERMINAL])
+def test_a_manifest_published_after_the_terminal_state(required: tuple[str, ...]) -> None:
+    """The a2a-sdk's `complete()` then `add_artifact(...)` ordering: the manifest lags the
+    state. A policy that requires a manifest only for `completed` finalizes a failed or
+    canceled task before its artifacts; requiring one for every terminal state does not."""
+    params = replace(PARAMS, manifest_lag_rate=1.0, tamper_rate=0.0, manifest_required=required)
+    early: set[str] = set()
+    for index in range(1500):
+        task = draw_task(params, 9, index)
+        decision = quiescence(task, params)
+        if audit(task, decision).premature:
+            early.add(task.terminal.value)
+    if required == ALL_TERMINAL:
+        assert early == set()
+    else:
+        assert early == {"failed", "canceled"}
