@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 __all__ = ["ClientSettings", "Settings"]
@@ -30,6 +31,15 @@ class Settings:
     max_candidate_bytes: int = 4 * 1024 * 1024
     max_completion_bytes: int = 64 * 1024
     max_streams_per_principal: int = 8
+    # The A2A requester (docs/a2a.md, "Delegating to a remote agent").
+    a2a_requester: bool = True  # drive delegations to remote agents in this process
+    a2a_poll_seconds: float = 2.0
+    a2a_quiescence_bound: float = 600.0
+    a2a_backoff_initial: float = 1.0
+    a2a_backoff_max: float = 60.0
+    a2a_max_artifact_bytes: int = 64 * 1024 * 1024
+    a2a_request_timeout: float = 30.0
+    a2a_credentials: Mapping[str, str] = field(default_factory=dict)  # org name → bearer token
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -55,6 +65,14 @@ class Settings:
             max_candidate_bytes=int(e.get("STUDIOLO_MAX_CANDIDATE_BYTES", base.max_candidate_bytes)),
             max_completion_bytes=int(e.get("STUDIOLO_MAX_COMPLETION_BYTES", base.max_completion_bytes)),
             max_streams_per_principal=int(e.get("STUDIOLO_MAX_STREAMS", base.max_streams_per_principal)),
+            a2a_requester=e.get("STUDIOLO_A2A_REQUESTER", "1") not in ("0", "false", "no"),
+            a2a_poll_seconds=float(e.get("STUDIOLO_A2A_POLL_SECONDS", base.a2a_poll_seconds)),
+            a2a_quiescence_bound=float(e.get("STUDIOLO_A2A_QUIESCENCE_BOUND", base.a2a_quiescence_bound)),
+            a2a_backoff_initial=float(e.get("STUDIOLO_A2A_BACKOFF_INITIAL", base.a2a_backoff_initial)),
+            a2a_backoff_max=float(e.get("STUDIOLO_A2A_BACKOFF_MAX", base.a2a_backoff_max)),
+            a2a_max_artifact_bytes=int(e.get("STUDIOLO_A2A_MAX_ARTIFACT_BYTES", base.a2a_max_artifact_bytes)),
+            a2a_request_timeout=float(e.get("STUDIOLO_A2A_REQUEST_TIMEOUT", base.a2a_request_timeout)),
+            a2a_credentials=_credentials(e.get("STUDIOLO_A2A_CREDENTIALS")),
         )
 
     @staticmethod
@@ -106,6 +124,18 @@ class ClientSettings:
         self, *, url: str | None = None, token: str | None = None, project: str | None = None
     ) -> ClientSettings:
         return replace(self, url=url or self.url, token=token or self.token, project=project or self.project)
+
+
+def _credentials(path: str | None) -> dict[str, str]:
+    """Bearer tokens for remote agents, by organisation name: a JSON file kept out of the ledger."""
+    if not path:
+        return {}
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise ValueError("STUDIOLO_A2A_CREDENTIALS names a JSON object of organisation → token")
+    return dict(data)
 
 
 def _state_dir(env: Mapping[str, str]) -> Path:

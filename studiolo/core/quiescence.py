@@ -192,7 +192,9 @@ class OutcomeKind(StrEnum):
 class Outcome:
     """QUIESCED: `view` is the second of two agreeing reads and `payloads` holds every
     declared artifact's verified bytes. INDETERMINATE: `reason` says what was still waited
-    for at the bound (a `Readiness` value, `missing_artifacts` or `reads_disagree`)."""
+    for at the bound (a `Readiness` value, `missing_artifacts` or `reads_disagree`), `missing`
+    the artifacts not yet there and `verified` those of the last read that did verify (an
+    operator may finalize with them); `payloads` stays empty."""
 
     kind: OutcomeKind
     view: TaskView | None
@@ -201,6 +203,7 @@ class Outcome:
     rounds: int = 0
     elapsed: float = 0.0
     missing: tuple[str, ...] = ()
+    verified: Mapping[str, bytes] = field(default_factory=dict)  # INDETERMINATE: what did verify
 
 
 def assess(view: TaskView, policy: QuiescencePolicy) -> Readiness:
@@ -324,8 +327,9 @@ def verify_and_quiesce(
             reason, last = "reads_disagree", second
         remaining = policy.bound - (clock() - start)
         if remaining <= 0 or round_no + 1 >= policy.max_rounds:
+            verified = {a.artifact_id: have[_key(a)] for a in last.artifacts if _key(a) in have}
             return Outcome(
-                OutcomeKind.INDETERMINATE, last, {}, reason, round_no + 1, clock() - start, missing
+                OutcomeKind.INDETERMINATE, last, {}, reason, round_no + 1, clock() - start, missing, verified
             )
         sleep(min(backoff_delay(policy, round_no), remaining))
     raise AssertionError("unreachable: the last round returns")  # pragma: no cover

@@ -149,6 +149,7 @@ class RemoteOps(AdminOps, WorkOps, CompletionOps):
         agent_url: str,
         card_digest: str,
         card_kid: str,
+        skill: str | None = None,
     ) -> RemoteDelegation:
         """Hand a task to a remote agent whose card a pinned key signed (the face verified it):
         the task is claimed for the organisation's agent principal, and the wait begins."""
@@ -172,7 +173,12 @@ class RemoteOps(AdminOps, WorkOps, CompletionOps):
             attempt = self._start_attempt(
                 tx, task, agent, caller, self.settings.max_lease_seconds, "attempt.claimed"
             )
-            evidence = {"contract_hash": task.contract_hash, "card_kid": card_kid, "blobs": []}
+            evidence: dict[str, Any] = {
+                "contract_hash": task.contract_hash,
+                "card_kid": card_kid,
+                "skill": skill,
+                "blobs": [],
+            }
             d = RemoteDelegation(
                 self.ids.new("dlg"), task.project_id, task.id, org.id, agent_url, card_digest, dict(org.keys),
                 attempt.id, attempt.fence, _S.DELEGATED, None, None, None, None, evidence, None, caller.id,
@@ -329,6 +335,16 @@ class RemoteOps(AdminOps, WorkOps, CompletionOps):
 
     def remote_state(self, dlg_id: str) -> RemoteDelegation:
         return self.store.read(lambda tx: self._delegation(tx, dlg_id))
+
+    def remote_brief(self, dlg_id: str) -> tuple[str, str]:
+        """The title and description the remote agent is sent (the local task's)."""
+
+        def run(tx: Tx) -> tuple[str, str]:
+            task = tx.work.task(self._delegation(tx, dlg_id).task_id)
+            assert task is not None
+            return task.title, task.description
+
+        return self.store.read(run)
 
     # machinery ----------------------------------------------------------------------
     def _delegation(self, tx: Tx, dlg_id: str) -> RemoteDelegation:

@@ -195,6 +195,14 @@ def test_a_resumed_wait_keeps_its_bound() -> None:
         remote.read_view, remote.fetch, lambda v: True, remote.clock, remote.sleep, POLICY, since=450.0
     )
     assert out.kind is OutcomeKind.INDETERMINATE and remote.now == 550.0 and out.missing == ("a0",)
+    assert out.verified == {} and out.payloads == {}
+
+
+def test_indeterminate_keeps_what_did_verify() -> None:
+    remote = Remote(0, 0, [0, NEVER])
+    out = remote.run()
+    assert out.kind is OutcomeKind.INDETERMINATE and out.missing == ("a1",)
+    assert out.verified == {"a0": remote.payloads[0]} and out.payloads == {}
 
 
 def test_max_rounds_bounds_the_retries() -> None:

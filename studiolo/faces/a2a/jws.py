@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from google.protobuf.json_format import MessageToDict
 
+from studiolo._exceptions import StudioloError
 from studiolo.core.canonical import canonical_json
-from studiolo.keys import ServiceKey, b64u
+from studiolo.keys import ServiceKey, b64u, b64u_decode
 
-__all__ = ["card_payload", "clean_empty", "sign_detached"]
+__all__ = ["card_payload", "clean_empty", "sign_detached", "verify_detached"]
 
 
 def sign_detached(key: ServiceKey, payload: bytes) -> dict[str, str]:
@@ -41,3 +45,24 @@ def clean_empty(value: Any) -> Any:
     if isinstance(value, str) and not value:
         return None
     return value
+
+
+def verify_detached(protected: str, signature: str, payload: bytes, pinned: Mapping[str, str]) -> str | None:
+    """The kid of the pinned Ed25519 key whose JWS (`alg` EdDSA, explicit) over `payload`
+    verifies, else None. Only pinned keys count: a `jku`, `jwk` or unknown `kid` is ignored."""
+    try:
+        header = json.loads(b64u_decode(protected))
+        raw_sig = b64u_decode(signature)
+    except (ValueError, StudioloError):
+        return None
+    if not isinstance(header, dict) or header.get("alg") != "EdDSA":
+        return None
+    kid = header.get("kid")
+    if not isinstance(kid, str) or kid not in pinned:
+        return None
+    signing_input = f"{protected}.{b64u(payload)}".encode("ascii")
+    try:
+        Ed25519PublicKey.from_public_bytes(b64u_decode(pinned[kid])).verify(raw_sig, signing_input)
+    except (InvalidSignature, ValueError, StudioloError):
+        return None
+    return kid

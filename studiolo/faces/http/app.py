@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
+from studiolo.faces.a2a.requester import mount_requester
 from studiolo.faces.http.deps import AuthenticateFirst
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
 from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
@@ -34,6 +35,8 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     public = settings.public_url or f"http://{settings.host}:{settings.port}"
     mount_a2a(app, coordinator, public, poll_seconds=event_poll_seconds)  # the A2A face, under /a2a
     mount_mcp(app, coordinator, settings)  # the MCP face, under /mcp
+    if settings.a2a_requester:
+        mount_requester(app, coordinator, settings)  # delegations to remote A2A agents
     install_handlers(app)
     install_openapi(app)
     # outermost last: metrics → requests in flight → the caller → the body's size → routes

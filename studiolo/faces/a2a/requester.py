@@ -1,0 +1,430 @@
+"""The A2A requester (docs/a2a.md, "Delegating to a remote agent"): drives every delegation
+the ledger holds — send, poll, and on any remote terminal state the two-phase quiescence check
+(`studiolo.core.quiescence.verify_and_quiesce`) — and reports each step through the door.
+
+It polls `GetTask` (a finished task cannot be re-subscribed to); it never finalizes on a
+terminal state alone. It keeps no state of its own: started with the service, it resumes
+every wait the ledger holds, with the bound counted from when the wait began.
+
+One thread runs an asyncio loop with the a2a-sdk clients; each quiescence check runs in a
+worker thread whose reads go back to that loop, and whose URL fetches use `httpx` with a size
+cap, only on the remote agent's own origin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+import jwt
+from a2a.client import ClientConfig, create_client
+from a2a.client.card_resolver import parse_agent_card
+from a2a.client.client import Client as A2AClient
+from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest
+from a2a.types.a2a_pb2 import TaskState as WireState
+from a2a.utils.signing import create_signature_verifier
+
+from studiolo._exceptions import InvalidRequest
+from studiolo.core.canonical import digest_bytes
+from studiolo.core.quiescence import (
+    ArtifactIntegrityError,
+    Channel,
+    Outcome,
+    OutcomeKind,
+    QuiescencePolicy,
+    SignedArtifact,
+    TaskState,
+    TaskView,
+    verify_and_quiesce,
+)
+from studiolo.core.remote import RemoteDelegation, RemoteFile, RemoteOrg, RemoteResult, RemoteState
+from studiolo.faces.a2a.jws import card_payload
+from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
+from studiolo.faces.a2a.remote_view import manifest_kid, read_task, same_origin
+from studiolo.service import Coordinator
+from studiolo.settings import Settings
+
+__all__ = ["CardCheck", "Requester", "fetch_verified_card", "mount_requester", "policy_from"]
+
+log = logging.getLogger("studiolo.a2a.requester")
+T = TypeVar("T")
+_MAX_CARD_BYTES = 1024 * 1024
+_CARD_PATH = "/.well-known/agent-card.json"
+
+
+class _Stopped(Exception):
+    """The service is stopping: leave the wait to the next start (the ledger holds it)."""
+
+
+def policy_from(settings: Settings) -> QuiescencePolicy:
+    return QuiescencePolicy(
+        bound=settings.a2a_quiescence_bound,
+        initial_delay=settings.a2a_backoff_initial,
+        max_delay=settings.a2a_backoff_max,
+        max_artifact_size=settings.a2a_max_artifact_bytes,
+        max_rounds=100_000,
+    )
+
+
+# The card, verified with pinned keys only -----------------------------------------------
+@dataclass(frozen=True)
+class CardCheck:
+    card: AgentCard
+    digest: str  # sha256 of the signed payload (RFC 8785 of the card without signatures)
+    kid: str  # the pinned key whose signature verified
+
+
+def fetch_verified_card(http: httpx.Client, agent_url: str, pinned: Mapping[str, str]) -> CardCheck:
+    """Fetch the remote Agent Card and verify its signature with the SDK's verifier, given only
+    the pinned keys (no `jku`, no trust on first use). Raises InvalidRequest otherwise."""
+    url = agent_url.rstrip("/") + _CARD_PATH
+    if not same_origin(url, agent_url):
+        raise InvalidRequest("the agent URL is http(s) without credentials")
+    try:
+        with http.stream("GET", url) as r:
+            body = _capped(r, _MAX_CARD_BYTES) if r.status_code == 200 else None
+        card = parse_agent_card(httpx.Response(200, content=body).json()) if body else None
+    except (httpx.HTTPError, ValueError) as exc:
+        raise InvalidRequest(f"cannot read the agent card at {url}: {exc}") from exc
+    if card is None:
+        raise InvalidRequest(f"no agent card at {url}")
+    for kid in sorted(pinned):
+        if _card_verifies(card, kid, pinned[kid]):
+            return CardCheck(card, digest_bytes(card_payload(card)), kid)
+    raise InvalidRequest("the agent card is not signed by a pinned key", reason="signature_invalid")
+
+
+def _card_verifies(card: AgentCard, kid: str, public: str) -> bool:
+    jwk = jwt.PyJWK({"kty": "OKP", "crv": "Ed25519", "x": public, "kid": kid, "alg": "EdDSA"})
+
+    def key_for(wanted: str | None, _jku: str | None) -> jwt.PyJWK:
+        if wanted != kid:
+            raise jwt.exceptions.PyJWKError("not the pinned key")
+        return jwk
+
+    try:
+        create_signature_verifier(key_for, ["EdDSA"])(card)
+    except Exception:  # the SDK's SignatureVerificationError family, or a malformed card
+        return False
+    return True
+
+
+def _capped(r: httpx.Response, cap: int) -> bytes:
+    out = bytearray()
+    for chunk in r.iter_bytes():
+        out += chunk
+        if len(out) > cap:
+            break
+    return bytes(out)
+
+
+def mount_requester(app: Any, door: Coordinator, settings: Settings) -> Requester:
+    """Run a requester for the app's lifetime (`app.state.requester`): it starts with the
+    service and resumes every wait the ledger holds."""
+    requester = Requester(door, settings)
+    app.state.requester = requester
+    parent = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        requester.start()
+        try:
+            async with parent(a) as state:
+                yield state
+        finally:
+            await asyncio.to_thread(requester.stop)
+
+    app.router.lifespan_context = lifespan
+    return requester
+
+
+# The worker ---------------------------------------------------------------------------
+@dataclass
+class _Latest:
+    inline: Mapping[str, bytes] = field(default_factory=dict)
+    kid: str | None = None
+
+
+class Requester:
+    """Drive every waiting delegation; `start()` with the service, `stop()` with it."""
+
+    def __init__(
+        self,
+        door: Coordinator,
+        settings: Settings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        fetch_transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.door = door
+        self.settings = settings
+        self.policy = policy_from(settings)
+        self._transport = transport
+        self._fetch_transport = fetch_transport
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._stopping: asyncio.Event | None = None
+        self._running: dict[str, asyncio.Task[None]] = {}
+
+    # lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name="studiolo-a2a-requester", daemon=True
+        )
+        self._thread.start()
+        ready.wait(5)
+
+    def stop(self) -> None:
+        self._stop.set()
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stopping.set)
+        self.kick()
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+
+    def kick(self) -> None:
+        """Look at the ledger now (a new delegation, or a hint from the remote)."""
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(wake.set)
+
+    def _run(self, ready: threading.Event) -> None:
+        async def main() -> None:
+            self._loop, self._wake, self._stopping = (
+                asyncio.get_running_loop(),
+                asyncio.Event(),
+                asyncio.Event(),
+            )
+            ready.set()
+            await self._supervise()
+
+        asyncio.run(main())
+
+    async def _supervise(self) -> None:
+        assert self._wake is not None
+        while not self._stop.is_set():
+            try:
+                pending = await asyncio.to_thread(self.door.pending_remote)
+            except Exception:
+                log.exception("reading the pending delegations failed")
+                pending = []
+            for d, org in pending:
+                if d.id not in self._running:
+                    self._running[d.id] = asyncio.create_task(self._guarded(d, org))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.settings.a2a_poll_seconds)
+        for task in self._running.values():
+            task.cancel()
+        await asyncio.gather(*self._running.values(), return_exceptions=True)
+
+    async def _guarded(self, d: RemoteDelegation, org: RemoteOrg) -> None:
+        try:
+            await self._drive(d, org)
+        except (_Stopped, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("delegation %s: the requester failed; it will resume", d.id)
+            await asyncio.sleep(self.settings.a2a_poll_seconds)
+        finally:
+            self._running.pop(d.id, None)
+
+    # one delegation ---------------------------------------------------------------------
+    async def _drive(self, d: RemoteDelegation, org: RemoteOrg) -> None:
+        headers = {"A2A-Extensions": MANIFEST_EXTENSION}
+        token = self.settings.a2a_credentials.get(org.name)
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        timeout = httpx.Timeout(self.settings.a2a_request_timeout)
+        async with httpx.AsyncClient(headers=headers, timeout=timeout, transport=self._transport) as http:
+            config = ClientConfig(streaming=False, polling=True, httpx_client=http)
+            verifier = _pinned_verifier(d.pinned)
+            client = await create_client(d.agent_url, config, signature_verifier=verifier)
+            try:
+                while not self._stop.is_set():
+                    d = await asyncio.to_thread(self.door.remote_state, d.id)
+                    if not d.state.waiting:
+                        return
+                    await self._step(client, d, headers)
+            finally:
+                await client.close()
+
+    async def _step(self, client: A2AClient, d: RemoteDelegation, headers: dict[str, str]) -> None:
+        if d.state is RemoteState.DELEGATED:
+            await self._send(client, d)
+        elif d.state is RemoteState.REMOTE_WORKING:
+            await self._poll(client, d)
+        else:
+            await asyncio.to_thread(self._quiesce, client, d, headers)
+
+    async def _send(self, client: A2AClient, d: RemoteDelegation) -> None:
+        title, text = await asyncio.to_thread(self.door.remote_brief, d.id)
+        msg = Message(role=Role.ROLE_USER, message_id=d.id, parts=[Part(text=text or title)])
+        msg.metadata.update(
+            {"title": title, **({"skill": d.evidence["skill"]} if d.evidence.get("skill") else {})}
+        )
+        try:
+            async for event in client.send_message(SendMessageRequest(message=msg)):
+                if event.HasField("task"):
+                    state = TaskState.from_wire(_wire_name(event.task.status.state))
+                    await asyncio.to_thread(self.door.remote_sent, d.id, event.task.id, state.value)
+                    return
+        except (httpx.TransportError, TimeoutError):
+            await self._pause()  # unreachable for now: the next step sends again
+            return
+        except Exception as exc:  # the remote refused the message (A2A error)
+            await asyncio.to_thread(self.door.remote_send_failed, d.id, f"{type(exc).__name__}: {exc}")
+            return
+        await asyncio.to_thread(self.door.remote_send_failed, d.id, "the remote answered without a task")
+
+    async def _poll(self, client: A2AClient, d: RemoteDelegation) -> None:
+        assert d.remote_task_id is not None
+        await asyncio.to_thread(self.door.remote_keepalive, d.id)
+        try:
+            task = await client.get_task(GetTaskRequest(id=d.remote_task_id))
+        except Exception as exc:
+            log.info("delegation %s: GetTask failed (%s); polling again", d.id, exc)
+            await self._pause()
+            return
+        state = TaskState.from_wire(_wire_name(task.status.state))
+        if state.terminal:
+            await asyncio.to_thread(self.door.remote_terminal, d.id, state)
+            return
+        await self._pause()
+
+    async def _pause(self) -> None:
+        assert self._stopping is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=self.settings.a2a_poll_seconds)
+        if self._stop.is_set():
+            raise _Stopped
+
+    # the two-phase check (runs in a worker thread) ----------------------------------------
+    def _quiesce(self, client: A2AClient, d: RemoteDelegation, headers: dict[str, str]) -> None:
+        assert d.remote_task_id is not None and self._loop is not None
+        latest = _Latest()
+        remote_id, loop = d.remote_task_id, self._loop
+
+        def read_view() -> TaskView:
+            self.door.remote_keepalive(d.id)
+            try:
+                task = _on(
+                    loop, client.get_task(GetTaskRequest(id=remote_id)), self.settings.a2a_request_timeout
+                )
+            except (_Stopped, ArtifactIntegrityError):
+                raise
+            except Exception as exc:  # unreachable now: not a terminal read, so not final
+                log.info("delegation %s: GetTask failed (%s)", d.id, exc)
+                return TaskView(remote_id, TaskState.UNKNOWN)
+            read = read_task(task)
+            latest.inline = read.inline
+            return read.view
+
+        def verify(view: TaskView) -> bool:
+            latest.kid = manifest_kid(view, d.pinned)
+            return latest.kid is not None
+
+        with httpx.Client(
+            headers=headers, transport=self._fetch_transport, timeout=self.settings.a2a_request_timeout
+        ) as http:
+            fetch = _fetcher(http, d.agent_url, latest, self._stop)
+            try:
+                out = verify_and_quiesce(
+                    read_view, fetch, verify, self.door.clock, self._sleep, self.policy, since=d.since
+                )
+            except ArtifactIntegrityError as err:
+                self.door.remote_integrity_failed(d.id, _integrity_evidence(err), _integrity_blobs(err))
+                return
+        self._report(d, out, latest)
+
+    def _sleep(self, seconds: float) -> None:
+        if self._stop.wait(seconds):
+            raise _Stopped
+
+    def _report(self, d: RemoteDelegation, out: Outcome, latest: _Latest) -> None:
+        view = out.view
+        assert view is not None
+        got = out.payloads if out.kind is OutcomeKind.QUIESCED else out.verified
+        files = tuple(
+            RemoteFile(a.artifact_id, a.name, got[a.artifact_id])
+            for a in view.artifacts
+            if a.artifact_id in got
+        )
+        result = RemoteResult(view.state, view.signed_manifest, files, out.missing, latest.kid)
+        if out.kind is OutcomeKind.QUIESCED:
+            self.door.remote_finish(d.id, result)
+        else:
+            self.door.remote_indeterminate(d.id, out.reason, result)
+
+
+def _fetcher(
+    http: httpx.Client, agent_url: str, latest: _Latest, stop: threading.Event
+) -> Callable[[SignedArtifact], bytes | None]:
+    def fetch(a: SignedArtifact) -> bytes | None:
+        if stop.is_set():
+            raise _Stopped
+        if a.channel is Channel.INLINE:
+            return latest.inline.get(a.artifact_id)
+        if a.location is None or not same_origin(a.location, agent_url):
+            raise ArtifactIntegrityError(
+                "untrusted_location", f"{a.artifact_id!r} is not on the agent's origin", artifact=a
+            )
+        try:
+            with http.stream("GET", a.location) as r:
+                return _capped(r, a.size) if r.status_code == 200 else None
+        except httpx.HTTPError:
+            return None  # not (fully) there yet: the check retries
+
+    return fetch
+
+
+def _integrity_evidence(err: ArtifactIntegrityError) -> dict[str, Any]:
+    a = err.artifact
+    return {
+        "code": err.code,
+        "detail": err.detail[:2000],
+        "artifact": a.artifact_id if a else None,
+        "signed_sha256": a.sha256 if a else None,
+        "signed_size": a.size if a else None,
+        "actual_sha256": err.actual_sha256,
+        "actual_size": err.actual_size,
+        "manifest": ("sha256:" + err.view.manifest_digest) if err.view and err.view.manifest_digest else None,
+        "remote_state": err.view.state.value if err.view else None,
+    }
+
+
+def _integrity_blobs(err: ArtifactIntegrityError) -> list[bytes]:
+    """The signed manifest as received is kept (the remote's own statement)."""
+    return [err.view.signed_manifest] if err.view is not None and err.view.signed_manifest else []
+
+
+def _pinned_verifier(pinned: Mapping[str, str]) -> Callable[[AgentCard], None]:
+    jwks = {
+        kid: jwt.PyJWK({"kty": "OKP", "crv": "Ed25519", "x": x, "kid": kid, "alg": "EdDSA"})
+        for kid, x in pinned.items()
+    }
+
+    def key_for(kid: str | None, _jku: str | None) -> jwt.PyJWK:
+        if kid not in jwks:
+            raise jwt.exceptions.PyJWKError("not a pinned key")
+        return jwks[kid]
+
+    return create_signature_verifier(key_for, ["EdDSA"])
+
+
+def _on(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+    return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+
+def _wire_name(state: int) -> str:
+    return str(WireState.Name(state))

@@ -1,0 +1,196 @@
+"""Delegating a Studiolo task to a real remote A2A agent (a2a-sdk, another organisation): the
+two-phase quiescence check, the state machine, and the completion contract, end to end."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from studiolo._exceptions import InvalidRequest
+from studiolo.core.model import TaskStatus
+from studiolo.core.remote import RemoteDelegation, RemoteState
+from studiolo.faces.a2a.requester import Requester, fetch_verified_card
+from studiolo.keys import ServiceKey
+from studiolo.settings import Settings
+from tests.faces.a2a.remote_agent import RemoteAgent, Scenario, remote_agent
+from tests.world import World, build_world
+
+BIG = bytes(range(256)) * 4096  # 1 MiB: a detached artifact
+
+
+@dataclass
+class Side:
+    """The requesting Studiolo: a ledger on a real clock, a requester, a task to delegate."""
+
+    world: World
+    requester: Requester
+    task_id: str
+
+    def delegate(self, agent: RemoteAgent) -> RemoteDelegation:
+        c, w = self.world.coord, self.world
+        with httpx.Client() as http:
+            card = fetch_verified_card(http, agent.url, agent.pinned)
+        d = c.delegate_remote(
+            w.admin, self.task_id, "acme", agent_url=agent.url, card_digest=card.digest, card_kid=card.kid
+        )
+        self.requester.kick()
+        return d
+
+    def wait(self, dlg_id: str, *states: RemoteState, timeout: float = 15) -> RemoteDelegation:
+        deadline = time.monotonic() + timeout
+        while True:
+            d = self.world.coord.remote_state(dlg_id)
+            if d.state in states:
+                return d
+            assert time.monotonic() < deadline, f"still {d.state.value}, waited for {states}"
+            time.sleep(0.02)
+
+    def task_status(self) -> TaskStatus:
+        return self.world.coord.task_view(self.world.admin, self.task_id).task.status
+
+
+def settings_for(url: str, bound: float = 5.0) -> Settings:
+    return Settings(
+        database_url=url,
+        a2a_poll_seconds=0.05,
+        a2a_quiescence_bound=bound,
+        a2a_backoff_initial=0.05,
+        a2a_backoff_max=0.2,
+        a2a_request_timeout=5.0,
+    )
+
+
+def make_side(tmp_path: Path, pinned: dict[str, str], bound: float = 5.0) -> Side:
+    world = build_world(tmp_path, time.time)
+    c = world.coord
+    c.add_remote_org(world.admin, world.project_id, "acme", pinned)
+    task = world.new_task("attest the bundle", criteria={"attested": "a2a-acme@1"}, scope=["remote/**"])
+    requester = Requester(c, settings_for(c.store.url, bound))
+    return Side(world, requester, task.id)
+
+
+@pytest.fixture
+def key() -> ServiceKey:
+    return ServiceKey.generate()
+
+
+@pytest.fixture
+def side(tmp_path: Path, key: ServiceKey) -> Iterator[Side]:
+    s = make_side(tmp_path, {key.kid: key.public})
+    s.requester.start()
+    try:
+        yield s
+    finally:
+        s.requester.stop()
+
+
+def _published(side: Side, d: RemoteDelegation) -> dict[str, bytes]:
+    c, w = side.world.coord, side.world
+    arts = c.list_artifacts(w.admin, w.project_id, f"remote/acme/{d.id}/")
+    return {
+        a.path.rsplit("/", 1)[-1]: c.read_artifact(w.admin, w.project_id, a.path).data or b"" for a in arts
+    }
+
+
+def test_a_detached_artifact_after_completed_is_waited_for(side: Side, key: ServiceKey) -> None:
+    scenario = Scenario(detached={"bundle.bin": BIG})
+    with remote_agent(scenario, key) as agent:
+        d = side.delegate(agent)
+        waiting = side.wait(d.id, RemoteState.AWAITING)
+        assert waiting.remote_state == "completed"
+        time.sleep(0.3)  # the remote says COMPLETED; the bundle is still in flight
+        assert side.world.coord.remote_state(d.id).state is RemoteState.AWAITING
+        assert side.task_status() is TaskStatus.CLAIMED
+        assert "bundle.bin" in scenario.fetches  # it was asked for, and not there yet
+        scenario.release("bundle.bin")
+        done = side.wait(d.id, RemoteState.FINALIZED)
+    assert side.task_status() is TaskStatus.COMPLETED and done.completion_id
+    assert _published(side, d) == {"bundle.bin": BIG, "summary.txt": b"attested\n"}
+    message = scenario.messages[0]
+    assert dict(message.metadata)["title"] == "attest the bundle"
+
+
+def test_a_tampered_artifact_fails_integrity_and_nothing_is_finalized(side: Side, key: ServiceKey) -> None:
+    scenario = Scenario(detached={"bundle.bin": BIG}, serve={"bundle.bin": BIG[:-1] + b"X"})
+    scenario.release("bundle.bin")
+    with remote_agent(scenario, key) as agent:
+        d = side.delegate(agent)
+        out = side.wait(d.id, RemoteState.INTEGRITY_FAILED)
+    assert out.reason == "hash_mismatch" and out.evidence["artifact"] == "detached:bundle.bin"
+    assert out.evidence["actual_sha256"] != out.evidence["signed_sha256"]
+    assert out.evidence["manifest"] in out.evidence["blobs"]  # the signed manifest is kept
+    assert side.task_status() is TaskStatus.OPEN and _published(side, d) == {}
+
+
+def test_a_manifest_signed_by_an_unpinned_key(side: Side, key: ServiceKey) -> None:
+    scenario = Scenario(manifest_key=ServiceKey.generate())
+    with remote_agent(scenario, key) as agent:
+        d = side.delegate(agent)
+        out = side.wait(d.id, RemoteState.INTEGRITY_FAILED)
+    assert out.reason == "bad_signature" and _published(side, d) == {}
+    assert side.task_status() is TaskStatus.OPEN
+
+
+def test_a_card_signed_by_an_unpinned_key_is_refused(side: Side) -> None:
+    other = {"k": ServiceKey.generate().public}  # the agent signs with its own, unpinned key
+    with remote_agent(Scenario()) as agent, httpx.Client() as http, pytest.raises(InvalidRequest) as err:
+        fetch_verified_card(http, agent.url, other)
+    assert err.value.reason == "signature_invalid"
+
+
+@pytest.mark.parametrize(
+    ("end", "state"), [("fail", RemoteState.REMOTE_FAILED), ("cancel", RemoteState.REMOTE_CANCELED)]
+)
+def test_remote_failed_or_canceled_with_artifacts_in_flight(
+    side: Side, key: ServiceKey, end: str, state: RemoteState
+) -> None:
+    scenario = Scenario(detached={"partial.bin": b"p" * 1000}, end=end)
+    with remote_agent(scenario, key) as agent:
+        d = side.delegate(agent)
+        side.wait(d.id, RemoteState.AWAITING)
+        time.sleep(0.2)
+        assert side.world.coord.remote_state(d.id).state is RemoteState.AWAITING  # still waits
+        scenario.release("partial.bin")
+        out = side.wait(d.id, state)
+    assert out.evidence["remote_state"] == {"fail": "failed", "cancel": "canceled"}[end]
+    assert [p["name"] for p in out.evidence["payloads"]] == ["summary.txt", "partial.bin"]
+    assert side.task_status() is TaskStatus.OPEN and _published(side, d) == {}
+
+
+def test_an_artifact_that_never_arrives_is_indeterminate_then_an_operator_finalizes(
+    tmp_path: Path, key: ServiceKey
+) -> None:
+    side = make_side(tmp_path, {key.kid: key.public}, bound=1.0)
+    side.requester.start()
+    try:
+        with remote_agent(Scenario(detached={"bundle.bin": BIG}), key) as agent:
+            d = side.delegate(agent)
+            out = side.wait(d.id, RemoteState.INDETERMINATE)
+    finally:
+        side.requester.stop()
+    assert out.reason == "missing_artifacts" and out.evidence["missing"] == ["detached:bundle.bin"]
+    assert side.task_status() is TaskStatus.CLAIMED  # held for the operator
+    c, w = side.world.coord, side.world
+    assert [q.id for q in c.remote_review_queue(w.admin, w.project_id)] == [d.id]
+    done = c.review_remote(w.admin, d.id, "finalize", "bundle confirmed out of band")
+    assert done.state is RemoteState.FINALIZED and side.task_status() is TaskStatus.COMPLETED
+    assert _published(side, d) == {"summary.txt": b"attested\n"}
+
+
+def test_the_local_task_reassigned_while_the_remote_works(side: Side, key: ServiceKey) -> None:
+    scenario = Scenario(detached={"bundle.bin": BIG})
+    c, w = side.world.coord, side.world
+    with remote_agent(scenario, key) as agent:
+        d = side.delegate(agent)
+        side.wait(d.id, RemoteState.AWAITING)
+        c.grant(w.admin, w.project_id, w.agent.id, ["write", "claim", "complete"], ["remote/**"])
+        c.reassign(w.admin, side.task_id, w.agent.id)
+        scenario.release("bundle.bin")
+        out = side.wait(d.id, RemoteState.REFUSED)
+    assert "attempt_superseded" in (out.reason or "") and _published(side, d) == {}
+    assert side.task_status() is TaskStatus.CLAIMED
