@@ -3,8 +3,9 @@
     with Client("http://127.0.0.1:8765", token) as c:
         task = c.claim(task_id)
 
-Every method mirrors one route and returns the route's typed response model (shared with
-the server: `studiolo.faces.http.schemas`). Errors come back as the same `StudioloError`
+Every method mirrors one route: it sends the route's request model and returns its response
+model, the same models the server validates with (`studiolo.api`); a request that does not
+validate raises `InvalidRequest` before anything is sent. Errors come back as the same `StudioloError`
 subclasses the server raised, rebuilt from problem+json. Pass `transport=` (an
 `httpx.BaseTransport`, e.g. `httpx.MockTransport`) to talk to an app in-process.
 
@@ -43,10 +44,13 @@ from studiolo._exceptions import (
     StudioloError,
     Unauthenticated,
 )
+from studiolo.api import requests as q
+from studiolo.api import responses as s
+from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes
+from studiolo.core.model import Action, PrincipalKind
 from studiolo.core.paths import normalize_path
 from studiolo.core.reasons import Reason
-from studiolo.faces.http import schemas as s
 from studiolo.keys import sign
 
 __all__ = [
@@ -143,7 +147,9 @@ class Client:
             raise _error(response, completion=completion)
         return response
 
-    def _one(self, model: type[M], method: str, url: str, **kw: Any) -> M:
+    def _one(self, model: type[M], method: str, url: str, body: BaseModel | None = None, **kw: Any) -> M:
+        if body is not None:
+            kw.update(content=body.model_dump_json(), headers={"Content-Type": "application/json"})
         return model.model_validate_json(self._send(method, url, **kw).content)
 
     def _many(self, model: type[M], url: str, **kw: Any) -> list[M]:
@@ -180,16 +186,16 @@ class Client:
         return self._many(s.ProjectOut, "/v1/projects")
 
     def create_project(self, name: str) -> s.ProjectOut:
-        return self._one(s.ProjectOut, "POST", "/v1/projects", json={"name": name})
+        return self._one(s.ProjectOut, "POST", "/v1/projects", q.ProjectIn(name=name))
 
     def orientation(self, project: str | None = None) -> s.OrientationOut:
         return self._one(s.OrientationOut, "GET", f"{self._p(project)}/orientation")
 
     def add_principal(
-        self, name: str, kind: str, public_key: str | None = None, *, project: str | None = None
+        self, name: str, kind: PrincipalKind, public_key: str | None = None, *, project: str | None = None
     ) -> s.IssuedOut:
-        body = {"name": name, "kind": kind, "public_key": public_key}
-        return self._one(s.IssuedOut, "POST", f"{self._p(project)}/principals", json=body)
+        body = q.PrincipalIn(name=name, kind=kind, public_key=public_key)
+        return self._one(s.IssuedOut, "POST", f"{self._p(project)}/principals", body)
 
     def principals(self, project: str | None = None) -> list[s.PrincipalOut]:
         return self._many(s.PrincipalOut, f"{self._p(project)}/principals")
@@ -203,18 +209,18 @@ class Client:
 
     def set_public_key(self, principal_id: str, public_key: str) -> s.PrincipalOut:
         url = f"/v1/principals/{_seg(principal_id)}/public-key"
-        return self._one(s.PrincipalOut, "PUT", url, json={"public_key": public_key})
+        return self._one(s.PrincipalOut, "PUT", url, q.PublicKeyIn(public_key=public_key))
 
     def grant(
         self,
         principal_id: str,
-        actions: Iterable[str],
+        actions: Iterable[Action],
         scope: Iterable[str] = ("**",),
         *,
         project: str | None = None,
     ) -> s.GrantOut:
-        body = {"principal_id": principal_id, "actions": list(actions), "scope": list(scope)}
-        return self._one(s.GrantOut, "POST", f"{self._p(project)}/grants", json=body)
+        body = q.GrantIn(principal_id=principal_id, actions=list(actions), scope=list(scope))
+        return self._one(s.GrantOut, "POST", f"{self._p(project)}/grants", body)
 
     def grants(self, project: str | None = None) -> list[s.GrantOut]:
         return self._many(s.GrantOut, f"{self._p(project)}/grants")
@@ -223,7 +229,7 @@ class Client:
         return self._one(s.GrantOut, "POST", f"/v1/grants/{_seg(grant_id)}/revoke")
 
     def publish_policy(self, text: str, *, project: str | None = None) -> s.PolicyOut:
-        return self._one(s.PolicyOut, "POST", f"{self._p(project)}/policies", json={"text": text})
+        return self._one(s.PolicyOut, "POST", f"{self._p(project)}/policies", q.PolicyIn(text=text))
 
     def policies(self, project: str | None = None) -> list[s.PolicyOut]:
         return self._many(s.PolicyOut, f"{self._p(project)}/policies")
@@ -238,14 +244,10 @@ class Client:
         *,
         project: str | None = None,
     ) -> s.CheckerOut:
-        body = {
-            "name": name,
-            "version": version,
-            "kind": kind,
-            "config": dict(config or {}),
-            "verifiers": list(verifiers),
-        }
-        return self._one(s.CheckerOut, "POST", f"{self._p(project)}/checkers", json=body)
+        body = q.CheckerIn(
+            name=name, version=version, kind=kind, config=dict(config or {}), verifiers=list(verifiers)
+        )
+        return self._one(s.CheckerOut, "POST", f"{self._p(project)}/checkers", body)
 
     def checkers(self, project: str | None = None) -> list[s.CheckerOut]:
         return self._many(s.CheckerOut, f"{self._p(project)}/checkers")
@@ -263,16 +265,16 @@ class Client:
         allow_evidence_reuse: bool = False,
         project: str | None = None,
     ) -> s.TaskOut:
-        body = {
-            "title": title,
-            "description": description,
-            "criteria": dict(criteria),
-            "scope": list(scope),
-            "policy_version": policy_version,
-            "requires_deployment": requires_deployment,
-            "allow_evidence_reuse": allow_evidence_reuse,
-        }
-        return self._one(s.TaskOut, "POST", f"{self._p(project)}/tasks", json=body)
+        body = q.TaskIn(
+            title=title,
+            description=description,
+            criteria=dict(criteria),
+            scope=list(scope),
+            policy_version=policy_version,
+            requires_deployment=requires_deployment,
+            allow_evidence_reuse=allow_evidence_reuse,
+        )
+        return self._one(s.TaskOut, "POST", f"{self._p(project)}/tasks", body)
 
     def tasks(
         self, status: str | None = None, limit: int = 200, offset: int = 0, *, project: str | None = None
@@ -286,7 +288,7 @@ class Client:
         return self._one(s.TaskViewOut, "GET", f"/v1/tasks/{_seg(task_id)}")
 
     def cancel(self, task_id: str, reason: str = "") -> s.TaskOut:
-        return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/cancel", json={"reason": reason})
+        return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/cancel", q.CancelIn(reason=reason))
 
     def migrate(
         self,
@@ -296,27 +298,27 @@ class Client:
         scope: Iterable[str] | None = None,
         policy_version: int | None = None,
     ) -> s.TaskOut:
-        body = {
-            "criteria": dict(criteria) if criteria is not None else None,
-            "scope": list(scope) if scope is not None else None,
-            "policy_version": policy_version,
-        }
-        return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/migrate", json=body)
+        body = q.MigrateIn(
+            criteria=dict(criteria) if criteria is not None else None,
+            scope=list(scope) if scope is not None else None,
+            policy_version=policy_version,
+        )
+        return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/migrate", body)
 
     def claim(self, task_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
         url = f"/v1/tasks/{_seg(task_id)}/attempts"
-        return self._one(s.AttemptOut, "POST", url, json={"lease_seconds": lease_seconds})
+        return self._one(s.AttemptOut, "POST", url, q.ClaimIn(lease_seconds=lease_seconds))
 
     def reassign(self, task_id: str, principal_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
-        body = {"principal_id": principal_id, "lease_seconds": lease_seconds}
-        return self._one(s.AttemptOut, "POST", f"/v1/tasks/{_seg(task_id)}/reassign", json=body)
+        body = q.ReassignIn(principal_id=principal_id, lease_seconds=lease_seconds)
+        return self._one(s.AttemptOut, "POST", f"/v1/tasks/{_seg(task_id)}/reassign", body)
 
     def attempt(self, attempt_id: str) -> s.AttemptOut:
         return self._one(s.AttemptOut, "GET", f"/v1/attempts/{_seg(attempt_id)}")
 
     def heartbeat(self, attempt_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
         url = f"/v1/attempts/{_seg(attempt_id)}/heartbeat"
-        return self._one(s.AttemptOut, "POST", url, json={"lease_seconds": lease_seconds})
+        return self._one(s.AttemptOut, "POST", url, q.LeaseIn(lease_seconds=lease_seconds))
 
     def release(self, attempt_id: str) -> s.AttemptOut:
         return self._one(s.AttemptOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/release")
@@ -329,8 +331,8 @@ class Client:
         obligations: Iterable[str] = (),
         notes: str = "",
     ) -> s.HandoffOut:
-        body = {"artifacts": dict(artifacts or {}), "obligations": list(obligations), "notes": notes}
-        return self._one(s.HandoffOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/handoff", json=body)
+        body = q.HandoffIn(artifacts=dict(artifacts or {}), obligations=list(obligations), notes=notes)
+        return self._one(s.HandoffOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/handoff", body)
 
     def handoff_view(self, task_id: str) -> s.HandoffViewOut:
         return self._one(s.HandoffViewOut, "GET", f"/v1/tasks/{_seg(task_id)}/handoff")
@@ -370,8 +372,9 @@ class Client:
         self, path: str, digest: str | None, base_revision: int, *, project: str | None = None
     ) -> s.ArtifactOut:
         url = f"{self._p(project)}/artifacts/{_path(path)}"
-        body = {"digest": digest, "base_revision": base_revision}
-        return self._one(s.ArtifactOut, "PUT", url, json=body)
+        return self._one(
+            s.ArtifactOut, "PUT", url, q.ArtifactEditIn(digest=digest, base_revision=base_revision)
+        )
 
     def collection(self, prefix: str, *, project: str | None = None) -> s.CollectionOut:
         return self._one(s.CollectionOut, "GET", f"{self._p(project)}/collections", params={"prefix": prefix})
@@ -384,14 +387,14 @@ class Client:
         file_deps: Mapping[str, int] | None = None,
         collection_deps: Mapping[str, int] | None = None,
     ) -> s.CandidateOut:
-        body = {
-            "files": dict(files),
-            "bases": dict(bases),
-            "file_deps": dict(file_deps or {}),
-            "collection_deps": dict(collection_deps or {}),
-        }
+        body = q.CandidateIn(
+            files=dict(files),
+            bases=dict(bases),
+            file_deps=dict(file_deps or {}),
+            collection_deps=dict(collection_deps or {}),
+        )
         url = f"/v1/attempts/{_seg(attempt_id)}/candidates"
-        return self._one(s.CandidateOut, "POST", url, json=body)
+        return self._one(s.CandidateOut, "POST", url, body)
 
     def candidate(self, candidate_id: str) -> s.CandidateOut:
         return self._one(s.CandidateOut, "GET", f"/v1/candidates/{_seg(candidate_id)}")
@@ -405,8 +408,8 @@ class Client:
         *,
         project: str | None = None,
     ) -> s.ObservationOut:
-        body = {"target": target, "kind": kind, "revision": revision, "digest": digest}
-        return self._one(s.ObservationOut, "POST", f"{self._p(project)}/observations", json=body)
+        body = q.ObservationIn(target=target, kind=kind, revision=revision, digest=digest)
+        return self._one(s.ObservationOut, "POST", f"{self._p(project)}/observations", body)
 
     def observations(self, target: str = "", *, project: str | None = None) -> list[s.ObservationOut]:
         return self._many(s.ObservationOut, f"{self._p(project)}/observations", params={"target": target})
@@ -414,7 +417,7 @@ class Client:
     # evidence ------------------------------------------------------------------
     def post_receipt(self, candidate_id: str, body: Mapping[str, Any], signature: str) -> s.ReceiptOut:
         url = f"/v1/candidates/{_seg(candidate_id)}/receipts"
-        return self._one(s.ReceiptOut, "POST", url, json={"body": dict(body), "signature": signature})
+        return self._one(s.ReceiptOut, "POST", url, q.ReceiptIn(body=dict(body), signature=signature))
 
     def sign_receipt(
         self,
@@ -449,10 +452,10 @@ class Client:
 
     def reuse_receipt(self, candidate_id: str, receipt_id: str) -> s.ReceiptOut:
         url = f"/v1/candidates/{_seg(candidate_id)}/receipts/reuse"
-        return self._one(s.ReceiptOut, "POST", url, json={"receipt_id": receipt_id})
+        return self._one(s.ReceiptOut, "POST", url, q.ReuseIn(receipt_id=receipt_id))
 
-    def candidate_tree(self, candidate_id: str) -> s.CandidateTreeOut:
-        return self._one(s.CandidateTreeOut, "GET", f"/v1/candidates/{_seg(candidate_id)}/tree")
+    def candidate_tree(self, candidate_id: str) -> CandidateTree:
+        return self._one(CandidateTree, "GET", f"/v1/candidates/{_seg(candidate_id)}/tree")
 
     def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
         return self._many(s.ReceiptOut, f"/v1/candidates/{_seg(candidate_id)}/receipts")
@@ -460,11 +463,11 @@ class Client:
     def receipt(self, receipt_id: str) -> s.ReceiptOut:
         return self._one(s.ReceiptOut, "GET", f"/v1/receipts/{_seg(receipt_id)}")
 
-    def verifications(self, *, project: str | None = None, limit: int = 50) -> list[s.VerificationOut]:
+    def verifications(self, *, project: str | None = None, limit: int = 50) -> list[VerificationItem]:
         params: dict[str, Any] = {"limit": limit}
         if project or self._project:
             params["project_id"] = project or self._project
-        return self._many(s.VerificationOut, "/v1/verifications", params=params)
+        return self._many(VerificationItem, "/v1/verifications", params=params)
 
     # completion ------------------------------------------------------------------
     def complete(
@@ -478,16 +481,17 @@ class Client:
         candidate_id: str,
         evidence: Iterable[str],
     ) -> Completed:
-        body = {
-            "request_id": request_id,
-            "attempt_id": attempt_id,
-            "fence": fence,
-            "contract_hash": contract_hash,
-            "candidate_id": candidate_id,
-            "evidence": list(evidence),
-        }
+        body = q.CompleteIn(
+            request_id=request_id,
+            attempt_id=attempt_id,
+            fence=fence,
+            contract_hash=contract_hash,
+            candidate_id=candidate_id,
+            evidence=list(evidence),
+        )
         url = f"/v1/tasks/{_seg(task_id)}/complete"
-        response = self._send("POST", url, json=body, completion=True)
+        headers = {"Content-Type": "application/json"}
+        response = self._send("POST", url, content=body.model_dump_json(), headers=headers, completion=True)
         completion = s.CompletionOut.model_validate_json(response.content)
         return Completed(completion, response.headers.get("Idempotent-Replay") == "true")
 

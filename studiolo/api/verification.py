@@ -1,18 +1,22 @@
 """What a verifier is asked to check and the exact tree it checks: built by the door
-(`studiolo.service.verification`), sent over HTTP, read by the verifier (`studiolo.verifier`).
+(`studiolo.service.verification`), sent over HTTP as is, read by the verifier
+(`studiolo.verifier`). One model each, on both sides of the wire.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 __all__ = ["CandidateTree", "TreeEntry", "VerificationItem"]
 
 
-@dataclass(frozen=True)
-class VerificationItem:
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class VerificationItem(_Value):
     """One unit of verification work: a criterion to check on a candidate's exact bytes."""
 
     project_id: str
@@ -23,33 +27,25 @@ class VerificationItem:
     criterion: str
     checker: str
     checker_kind: str
-    checker_config: Mapping[str, Any]
+    checker_config: dict[str, Any]
     candidate_digest: str
     dependency_digest: str
-    files: Mapping[str, str | None]
-    bases: Mapping[str, int]
-    file_deps: Mapping[str, int]
-    collection_deps: Mapping[str, int]
+    files: dict[str, str | None]
+    bases: dict[str, int]
+    file_deps: dict[str, int]
+    collection_deps: dict[str, int]
     issuer: str  # the verifier principal this item was listed for (the receipt's `issuer`)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> VerificationItem:
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
-
-
-@dataclass(frozen=True)
-class TreeEntry:
+class TreeEntry(_Value):
     path: str
     digest: str
     revision: int | None  # None: a candidate file, not published yet
-    source: str  # "current", "declared" (a file dependency at its declared revision), "candidate"
+    # "current", "declared" (a file dependency at its declared revision), "candidate"
+    source: Literal["current", "declared", "candidate"]
 
 
-@dataclass(frozen=True)
-class CandidateTree:
+class CandidateTree(_Value):
     """Exactly what a verifier materializes for a candidate, read in one transaction.
 
     Every current file of the project, with each declared file dependency at its declared
@@ -65,17 +61,3 @@ class CandidateTree:
     entries: tuple[TreeEntry, ...]
     unreproducible: tuple[str, ...]
     withheld: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CandidateTree:
-        return cls(
-            data["candidate_id"],
-            data["candidate_digest"],
-            data["dependency_digest"],
-            tuple(TreeEntry(**e) for e in data["entries"]),
-            tuple(data["unreproducible"]),
-            tuple(data["withheld"]),
-        )

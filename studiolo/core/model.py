@@ -206,6 +206,10 @@ class Artifact:
     digest: str | None  # None: a tombstone
     updated_at: float
 
+    @property
+    def deleted(self) -> bool:
+        return self.digest is None
+
 
 @dataclass(frozen=True)
 class Candidate:

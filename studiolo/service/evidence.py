@@ -298,7 +298,12 @@ class EvidenceOps(Base):
             )
             entries = tuple(files[p] for p in sorted(files) if p not in withheld)
             return CandidateTree(
-                cand.id, cand.digest, cand.dependency_digest, entries, unreproducible, withheld
+                candidate_id=cand.id,
+                candidate_digest=cand.digest,
+                dependency_digest=cand.dependency_digest,
+                entries=entries,
+                unreproducible=unreproducible,
+                withheld=withheld,
             )
 
         return self.store.read(run)

@@ -56,22 +56,22 @@ def work_items(tx: Tx, caller: Principal, task: Task, mine: Mapping[str, Checker
                 continue
             out.append(
                 VerificationItem(
-                    task.project_id,
-                    task.id,
-                    cand.attempt_id,
-                    cand.id,
-                    task.contract_hash,
-                    crit.id,
-                    crit.checker,
-                    checker.kind,
-                    dict(checker.config),
-                    cand.digest,
-                    cand.dependency_digest,
-                    dict(cand.files),
-                    dict(cand.bases),
-                    dict(cand.file_deps),
-                    dict(cand.collection_deps),
-                    caller.id,
+                    project_id=task.project_id,
+                    task_id=task.id,
+                    attempt_id=cand.attempt_id,
+                    candidate_id=cand.id,
+                    contract_hash=task.contract_hash,
+                    criterion=crit.id,
+                    checker=crit.checker,
+                    checker_kind=checker.kind,
+                    checker_config=dict(checker.config),
+                    candidate_digest=cand.digest,
+                    dependency_digest=cand.dependency_digest,
+                    files=dict(cand.files),
+                    bases=dict(cand.bases),
+                    file_deps=dict(cand.file_deps),
+                    collection_deps=dict(cand.collection_deps),
+                    issuer=caller.id,
                 )
             )
     return out
@@ -80,7 +80,7 @@ def work_items(tx: Tx, caller: Principal, task: Task, mine: Mapping[str, Checker
 def declared_tree(tx: Tx, project_id: str, cand: Candidate) -> tuple[dict[str, TreeEntry], tuple[str, ...]]:
     """Path → entry of the tree to check, and the declared dependencies it cannot reproduce."""
     files = {
-        a.path: TreeEntry(a.path, a.digest, a.revision, "current")
+        a.path: TreeEntry(path=a.path, digest=a.digest, revision=a.revision, source="current")
         for a in tx.content.artifacts(project_id)
         if a.digest is not None
     }
@@ -93,11 +93,11 @@ def declared_tree(tx: Tx, project_id: str, cand: Candidate) -> tuple[dict[str, T
         if not old:
             unreproducible.append(path)
         elif old[0]["digest"] is not None:
-            files[path] = TreeEntry(path, old[0]["digest"], rev, "declared")
+            files[path] = TreeEntry(path=path, digest=old[0]["digest"], revision=rev, source="declared")
     now = tx.content.collection_revisions(project_id, cand.collection_deps)
     unreproducible.extend(p for p, rev in sorted(cand.collection_deps.items()) if now[p] != rev)
     for path, digest in cand.files.items():
         files.pop(path, None)
         if digest is not None:
-            files[path] = TreeEntry(path, digest, None, "candidate")
+            files[path] = TreeEntry(path=path, digest=digest, revision=None, source="candidate")
     return files, tuple(unreproducible)

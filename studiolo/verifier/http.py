@@ -2,8 +2,8 @@
 
 Routes used (all under the verifier principal's bearer token):
 
-    GET  /v1/verifications?project_id=P&limit=N        → [VerificationItem JSON]
-    GET  /v1/candidates/{c}/tree                        → CandidateTree JSON
+    GET  /v1/verifications?project_id=P&limit=N        → [VerificationItem]
+    GET  /v1/candidates/{c}/tree                        → CandidateTree
     GET  /v1/blobs/{digest}                             → the bytes
     POST /v1/blobs  (raw body)                          → {"digest": …}
     POST /v1/candidates/{c}/receipts {body, signature}  → {"id": …}
@@ -45,11 +45,10 @@ class HttpPort:
         return cls(client, project_id or client.project_id())
 
     def work(self, limit: int = 100) -> list[VerificationItem]:
-        items = self.client.verifications(project=self.project_id, limit=limit)
-        return [VerificationItem.from_json(item.model_dump()) for item in items]
+        return self.client.verifications(project=self.project_id, limit=limit)
 
     def tree(self, candidate_id: str) -> CandidateTree:
-        return CandidateTree.from_json(self.client.candidate_tree(candidate_id).model_dump())
+        return self.client.candidate_tree(candidate_id)
 
     def blob(self, digest: str) -> bytes:
         return self.client.get_blob(digest)

@@ -44,7 +44,7 @@ PURE_STDLIB = frozenset(
     }
 )
 CORE = PURE_STDLIB | {"rfc8785", "studiolo.core", "studiolo._exceptions"}
-API = CORE | {"pydantic", "studiolo.api"}
+API = CORE | {"pydantic", "pydantic_core", "studiolo.api"}
 # The agent's side: the whole standard library, the client's dependencies, the wire models.
 CLIENT = (
     frozenset(sys.stdlib_module_names)
@@ -57,7 +57,6 @@ CLIENT = (
         "studiolo.settings",
         "studiolo.keys",
         "studiolo.client",
-        "studiolo.faces.http.schemas",  # the wire models, until they move to studiolo.api
         "studiolo.faces.cli._lazy",
         "studiolo.faces.cli._state",
     }

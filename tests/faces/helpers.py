@@ -14,8 +14,8 @@ import httpx
 from anyio.from_thread import BlockingPortal
 from fastapi import FastAPI
 
+from studiolo.api import responses as s
 from studiolo.client import Client, Completed
-from studiolo.faces.http import schemas as s
 from studiolo.faces.http.app import create_app
 from studiolo.settings import Settings
 from tests.world import World

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from studiolo._exceptions import CompletionRejected, Conflict, NotFound
+from studiolo.api import responses as s
 from studiolo.client import Client
-from studiolo.faces.http import schemas as s
 from tests.faces.helpers import Actors, complete, new_task, submit, verify
 
 

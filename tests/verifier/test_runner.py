@@ -7,7 +7,6 @@ import pwd
 import tempfile
 import threading
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -177,14 +176,21 @@ class _LyingPort(InProcessPort):
     def work(self, limit: int = 100) -> list[VerificationItem]:
         items = super().work(limit)
         if self.lie == "item":
-            return [replace(i, files={**i.files, "src/answer.txt": i.files["src/input.txt"]}) for i in items]
+            return [
+                i.model_copy(update={"files": {**i.files, "src/answer.txt": i.files["src/input.txt"]}})
+                for i in items
+            ]
         return items
 
     def tree(self, candidate_id: str) -> CandidateTree:
         spec = super().tree(candidate_id)
         if self.lie == "tree":
-            return replace(
-                spec, entries=tuple(replace(e, digest=spec.entries[0].digest) for e in spec.entries)
+            return spec.model_copy(
+                update={
+                    "entries": tuple(
+                        e.model_copy(update={"digest": spec.entries[0].digest}) for e in spec.entries
+                    )
+                }
             )
         return spec
 

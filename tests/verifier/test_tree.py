@@ -22,8 +22,15 @@ ONE, TWO, THREE = (digest_bytes(b) for b in (b"one\n", b"two\n", b"three\n"))
 
 
 def _spec(*entries: tuple[str, str]) -> CandidateTree:
-    rows = tuple(TreeEntry(p, d, None, "candidate") for p, d in entries)
-    return CandidateTree("cnd_test00", "sha256:" + "0" * 64, "sha256:" + "1" * 64, rows, (), ())
+    rows = tuple(TreeEntry(path=p, digest=d, revision=None, source="candidate") for p, d in entries)
+    return CandidateTree(
+        candidate_id="cnd_test00",
+        candidate_digest="sha256:" + "0" * 64,
+        dependency_digest="sha256:" + "1" * 64,
+        entries=rows,
+        unreproducible=(),
+        withheld=(),
+    )
 
 
 def test_entries_are_written_exactly(tmp_path: Path) -> None:

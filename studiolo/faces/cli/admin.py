@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from studiolo.core.model import Action, PrincipalKind
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
 
 __all__ = ["register"]
@@ -49,7 +50,7 @@ def project_list(ctx: typer.Context, json_out: JsonOpt = False) -> None:
 def principal_add(
     ctx: typer.Context,
     name: str,
-    kind: Annotated[str, typer.Option(help="agent, verifier, observer, human or admin")] = "agent",
+    kind: Annotated[PrincipalKind, typer.Option(help="what the principal is")] = PrincipalKind.AGENT,
     public_key: Annotated[str | None, typer.Option(help="a verifier's Ed25519 key, base64url")] = None,
     project: Project = None,
     json_out: JsonOpt = False,
@@ -119,11 +120,18 @@ def grant_add(
     with st.client() as c:
         g = c.grant(
             principal_id,
-            [a.strip() for a in actions.split(",") if a.strip()],
+            _actions(actions),
             scope or ["**"],
             project=project,
         )
     emit(st, g)
+
+
+def _actions(text: str) -> list[Action]:
+    try:
+        return [Action(a.strip()) for a in text.split(",") if a.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"{exc}; use {','.join(Action)}", param_hint="--actions") from exc
 
 
 _GRANT_COLUMNS = ["id", "principal_id", "actions", "scope", "live"]

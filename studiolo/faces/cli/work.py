@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from studiolo.api import responses as s
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
-from studiolo.faces.http import schemas as s
 
 __all__ = ["register"]
 

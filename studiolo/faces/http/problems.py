@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -15,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from studiolo._exceptions import CompletionRejected, StudioloError
+from studiolo.api.requests import invalid_request
 
 __all__ = ["PROBLEM_MEDIA_TYPE", "Problem", "install_handlers", "problem_response"]
 
@@ -68,8 +68,8 @@ async def _studiolo_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    parts = [_describe(err) for err in exc.errors()[:5]]
-    return problem_response(422, "invalid_request", "; ".join(parts) or "invalid request")
+    found = invalid_request(exc.errors())
+    return problem_response(found.status, found.reason, found.detail)
 
 
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -86,11 +86,6 @@ async def _gone(_request: Request, _exc: Exception) -> JSONResponse:
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
     _log.exception("unexpected error", exc_info=exc)
     return problem_response(500, "internal_error", "an unexpected error occurred; it has been logged")
-
-
-def _describe(err: Any) -> str:
-    loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-    return f"{loc or 'body'}: {err.get('msg', 'invalid')}"
 
 
 def install_handlers(app: FastAPI) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from studiolo._exceptions import InvalidRequest
+from studiolo.api import responses as s
 from studiolo.core.model import Principal
 from studiolo.core.paths import normalize_prefix
 from studiolo.faces.http import render
-from studiolo.faces.http import schemas as s
 from studiolo.service import CandidateDraft, Coordinator, make_request
 
 __all__ = ["InProcessPort"]
@@ -25,7 +25,7 @@ class InProcessPort:
         self.project_id = project
 
     def orientation(self) -> s.OrientationOut:
-        return render.orientation(self.door.orient(self.caller, self.project_id))
+        return s.OrientationOut.model_validate(self.door.orient(self.caller, self.project_id))
 
     def tasks(self, status: str | None, limit: int) -> list[s.TaskSummaryOut]:
         views = self.door.list_task_views(self.caller, self.project_id, status, limit)
@@ -35,23 +35,26 @@ class InProcessPort:
         return render.task_view(self.door.task_view(self.caller, task_id))
 
     def claim(self, task_id: str, lease_seconds: float | None) -> s.AttemptOut:
-        return render.attempt(self.door.claim(self.caller, task_id, lease_seconds))
+        return s.AttemptOut.model_validate(self.door.claim(self.caller, task_id, lease_seconds))
 
     def heartbeat(self, attempt_id: str, lease_seconds: float | None) -> s.AttemptOut:
-        return render.attempt(self.door.heartbeat(self.caller, attempt_id, lease_seconds))
+        return s.AttemptOut.model_validate(self.door.heartbeat(self.caller, attempt_id, lease_seconds))
 
     def release(self, attempt_id: str) -> s.AttemptOut:
-        return render.attempt(self.door.release(self.caller, attempt_id))
+        return s.AttemptOut.model_validate(self.door.release(self.caller, attempt_id))
 
     def attempt(self, attempt_id: str) -> s.AttemptOut:
-        return render.attempt(self.door.attempt(self.caller, attempt_id))
+        return s.AttemptOut.model_validate(self.door.attempt(self.caller, attempt_id))
 
     def artifacts(self, prefix: str) -> list[s.ArtifactOut]:
-        return [render.artifact(a) for a in self.door.list_artifacts(self.caller, self.project_id, prefix)]
+        return [
+            s.ArtifactOut.model_validate(a)
+            for a in self.door.list_artifacts(self.caller, self.project_id, prefix)
+        ]
 
     def artifact(self, path: str, revision: int | None) -> s.ArtifactOut:
         content = self.door.read_artifact(self.caller, self.project_id, path, revision)
-        return render.artifact(content.artifact)
+        return s.ArtifactOut.model_validate(content.artifact)
 
     def collection(self, prefix: str) -> s.CollectionOut:
         revision = self.door.collection_revision(self.caller, self.project_id, prefix)
@@ -72,10 +75,10 @@ class InProcessPort:
         collection_deps: Mapping[str, int],
     ) -> s.CandidateOut:
         draft = CandidateDraft(files, bases, file_deps, collection_deps)
-        return render.candidate(self.door.submit_candidate(self.caller, attempt_id, draft))
+        return s.CandidateOut.model_validate(self.door.submit_candidate(self.caller, attempt_id, draft))
 
     def candidate(self, candidate_id: str) -> s.CandidateOut:
-        return render.candidate(self.door.candidate(self.caller, candidate_id))
+        return s.CandidateOut.model_validate(self.door.candidate(self.caller, candidate_id))
 
     def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
         return [render.receipt(r) for r in self.door.receipts(self.caller, candidate_id)]
@@ -101,7 +104,7 @@ class InProcessPort:
             evidence=evidence,
         )
         outcome = self.door.complete(self.caller, request)
-        return render.completion(outcome.completion), outcome.replay
+        return s.CompletionOut.model_validate(outcome.completion), outcome.replay
 
     def handoff(
         self, attempt_id: str, artifacts: Mapping[str, int], obligations: Sequence[str], notes: str
@@ -109,10 +112,12 @@ class InProcessPort:
         h = self.door.handoff(
             self.caller, attempt_id, artifacts=artifacts, obligations=obligations, notes=notes
         )
-        return render.handoff(h)
+        return s.HandoffOut.model_validate(h)
 
     def handoff_view(self, task_id: str) -> s.HandoffViewOut:
-        return render.handoff_view(self.door.handoff_view(self.caller, task_id))
+        return s.HandoffViewOut.model_validate(self.door.handoff_view(self.caller, task_id))
 
     def events(self, after: int, limit: int) -> list[s.EventOut]:
-        return [render.event(e) for e in self.door.events(self.caller, self.project_id, after, limit)]
+        return [
+            s.EventOut.model_validate(e) for e in self.door.events(self.caller, self.project_id, after, limit)
+        ]

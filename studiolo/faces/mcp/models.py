@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from studiolo.faces.http import schemas as s
+from studiolo.api import responses as s
 
 __all__ = [
     "ArtifactContent",

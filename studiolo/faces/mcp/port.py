@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from studiolo.faces.http import schemas as s
+from studiolo.api import responses as s
 
 __all__ = ["StudioloPort"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from studiolo.api import responses as s
 from studiolo.client import Client
-from studiolo.faces.http import schemas as s
 
 __all__ = ["RemotePort"]
 

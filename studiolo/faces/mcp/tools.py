@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from studiolo.faces.http import schemas as s
+from studiolo.api import responses as s
 from studiolo.faces.mcp import models as m
 from studiolo.faces.mcp.port import StudioloPort
 from studiolo.faces.mcp.refusals import answer

@@ -1,6 +1,10 @@
 """Routers split by concept. Each route: parse → call the Coordinator → render."""
 
-from studiolo.faces.http.routes import admin, completion, content, events, evidence, ops, work
+from studiolo.api import requests
+
+requests.build_all()  # before any route declares a body (see `build_all`)
+
+from studiolo.faces.http.routes import admin, completion, content, events, evidence, ops, work  # noqa: E402
 
 __all__ = ["ROUTERS"]
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from studiolo.faces.http import render
-from studiolo.faces.http import schemas as s
+from studiolo.api import responses as s
+from studiolo.api.requests import CheckerIn, GrantIn, PolicyIn, PrincipalIn, ProjectIn, PublicKeyIn
 from studiolo.faces.http.deps import Caller, Door
-from studiolo.faces.http.models import CheckerIn, GrantIn, PolicyIn, PrincipalIn, ProjectIn, PublicKeyIn
 
 __all__ = ["router"]
 
@@ -16,22 +15,22 @@ router = APIRouter(prefix="/v1", tags=["admin"])
 
 @router.get("/me", summary="The caller, as derived from its token")
 def whoami(caller: Caller) -> s.PrincipalOut:
-    return render.principal(caller)
+    return s.PrincipalOut.model_validate(caller)
 
 
 @router.post("/projects", status_code=201, summary="Create a project (service admins)")
 def create_project(body: ProjectIn, caller: Caller, door: Door) -> s.ProjectOut:
-    return render.project(door.create_project(caller, body.name))
+    return s.ProjectOut.model_validate(door.create_project(caller, body.name))
 
 
 @router.get("/projects", summary="Projects the caller can see")
 def list_projects(caller: Caller, door: Door) -> list[s.ProjectOut]:
-    return [render.project(p) for p in door.projects(caller)]
+    return [s.ProjectOut.model_validate(p) for p in door.projects(caller)]
 
 
 @router.get("/projects/{project_id}/orientation", summary="What an agent reads first")
 def orientation(project_id: str, caller: Caller, door: Door) -> s.OrientationOut:
-    return render.orientation(door.orient(caller, project_id))
+    return s.OrientationOut.model_validate(door.orient(caller, project_id))
 
 
 @router.post(
@@ -41,12 +40,12 @@ def orientation(project_id: str, caller: Caller, door: Door) -> s.OrientationOut
 )
 def add_principal(project_id: str, body: PrincipalIn, caller: Caller, door: Door) -> s.IssuedOut:
     issued = door.add_principal(caller, project_id, body.name, body.kind, body.public_key)
-    return render.issued(issued)
+    return s.IssuedOut.model_validate(issued)
 
 
 @router.get("/projects/{project_id}/principals")
 def list_principals(project_id: str, caller: Caller, door: Door) -> list[s.PrincipalOut]:
-    return [render.principal(p) for p in door.principals(caller, project_id)]
+    return [s.PrincipalOut.model_validate(p) for p in door.principals(caller, project_id)]
 
 
 @router.post(
@@ -55,7 +54,7 @@ def list_principals(project_id: str, caller: Caller, door: Door) -> list[s.Princ
     summary="Rotate: revoke every token of the principal and issue a new one (shown once)",
 )
 def rotate_token(principal_id: str, caller: Caller, door: Door) -> s.IssuedOut:
-    return render.issued(door.rotate_token(caller, principal_id))
+    return s.IssuedOut.model_validate(door.rotate_token(caller, principal_id))
 
 
 @router.post("/principals/{principal_id}/tokens/revoke", summary="Revoke every token of the principal")
@@ -65,33 +64,33 @@ def revoke_tokens(principal_id: str, caller: Caller, door: Door) -> s.RevokedOut
 
 @router.put("/principals/{principal_id}/public-key", summary="Register a verifier's Ed25519 key")
 def set_public_key(principal_id: str, body: PublicKeyIn, caller: Caller, door: Door) -> s.PrincipalOut:
-    return render.principal(door.set_public_key(caller, principal_id, body.public_key))
+    return s.PrincipalOut.model_validate(door.set_public_key(caller, principal_id, body.public_key))
 
 
 @router.post("/projects/{project_id}/grants", status_code=201)
 def create_grant(project_id: str, body: GrantIn, caller: Caller, door: Door) -> s.GrantOut:
     g = door.grant(caller, project_id, body.principal_id, body.actions, body.scope)
-    return render.grant(g)
+    return s.GrantOut.model_validate(g)
 
 
 @router.get("/projects/{project_id}/grants")
 def list_grants(project_id: str, caller: Caller, door: Door) -> list[s.GrantOut]:
-    return [render.grant(g) for g in door.list_grants(caller, project_id)]
+    return [s.GrantOut.model_validate(g) for g in door.list_grants(caller, project_id)]
 
 
 @router.post("/grants/{grant_id}/revoke", summary="Revoke a grant (a serialized, audited transition)")
 def revoke_grant(grant_id: str, caller: Caller, door: Door) -> s.GrantOut:
-    return render.grant(door.revoke_grant(caller, grant_id))
+    return s.GrantOut.model_validate(door.revoke_grant(caller, grant_id))
 
 
 @router.post("/projects/{project_id}/policies", status_code=201, summary="Publish a new default policy")
 def publish_policy(project_id: str, body: PolicyIn, caller: Caller, door: Door) -> s.PolicyOut:
-    return render.policy(door.publish_policy(caller, project_id, body.text))
+    return s.PolicyOut.model_validate(door.publish_policy(caller, project_id, body.text))
 
 
 @router.get("/projects/{project_id}/policies")
 def list_policies(project_id: str, caller: Caller, door: Door) -> list[s.PolicyOut]:
-    return [render.policy(p) for p in door.policies(caller, project_id)]
+    return [s.PolicyOut.model_validate(p) for p in door.policies(caller, project_id)]
 
 
 @router.post("/projects/{project_id}/checkers", status_code=201, summary="Admit a checker version")
@@ -99,9 +98,9 @@ def register_checker(project_id: str, body: CheckerIn, caller: Caller, door: Doo
     c = door.register_checker(
         caller, project_id, body.name, body.version, body.kind, body.config, body.verifiers
     )
-    return render.checker(c)
+    return s.CheckerOut.model_validate(c)
 
 
 @router.get("/projects/{project_id}/checkers")
 def list_checkers(project_id: str, caller: Caller, door: Door) -> list[s.CheckerOut]:
-    return [render.checker(c) for c in door.checkers(caller, project_id)]
+    return [s.CheckerOut.model_validate(c) for c in door.checkers(caller, project_id)]

@@ -7,10 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from studiolo._exceptions import CompletionRejected
-from studiolo.faces.http import render
-from studiolo.faces.http import schemas as s
+from studiolo.api import responses as s
+from studiolo.api.requests import CompleteIn
 from studiolo.faces.http.deps import Caller, Door, MetricsDep
-from studiolo.faces.http.models import CompleteIn
 from studiolo.service import make_request
 
 __all__ = ["router"]
@@ -55,4 +54,4 @@ def complete(
     response.headers["Idempotent-Replay"] = "true" if outcome.replay else "false"
     if outcome.replay:
         response.status_code = 200
-    return render.completion(outcome.completion)
+    return s.CompletionOut.model_validate(outcome.completion)

@@ -7,11 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from studiolo.api import responses as s
+from studiolo.api.requests import ArtifactEditIn, CandidateIn, ObservationIn
 from studiolo.core.paths import normalize_prefix
-from studiolo.faces.http import render
-from studiolo.faces.http import schemas as s
 from studiolo.faces.http.deps import Caller, Door
-from studiolo.faces.http.models import ArtifactEditIn, CandidateIn, ObservationIn
 from studiolo.service import CandidateDraft
 
 __all__ = ["router"]
@@ -49,7 +48,7 @@ def get_blob(digest: str, caller: Caller, door: Door) -> Response:
 
 @router.get("/projects/{project_id}/artifacts", summary="Current artifacts under a prefix")
 def list_artifacts(project_id: str, caller: Caller, door: Door, prefix: PathText = "") -> list[s.ArtifactOut]:
-    return [render.artifact(a) for a in door.list_artifacts(caller, project_id, prefix)]
+    return [s.ArtifactOut.model_validate(a) for a in door.list_artifacts(caller, project_id, prefix)]
 
 
 @router.get(
@@ -63,7 +62,7 @@ def read_artifact(
     door: Door,
     revision: Annotated[int | None, Query(ge=0, le=2**53)] = None,
 ) -> s.ArtifactOut:
-    return render.artifact(door.read_artifact(caller, project_id, path, revision).artifact)
+    return s.ArtifactOut.model_validate(door.read_artifact(caller, project_id, path, revision).artifact)
 
 
 @router.put(
@@ -74,7 +73,7 @@ def edit_artifact(
     project_id: str, path: str, body: ArtifactEditIn, caller: Caller, door: Door
 ) -> s.ArtifactOut:
     art = door.edit_artifact(caller, project_id, path, body.digest, body.base_revision)
-    return render.artifact(art)
+    return s.ArtifactOut.model_validate(art)
 
 
 @router.get("/projects/{project_id}/collections", summary="The collection revision of a prefix")
@@ -90,22 +89,22 @@ def collection(project_id: str, caller: Caller, door: Door, prefix: PathText = "
 )
 def submit_candidate(attempt_id: str, body: CandidateIn, caller: Caller, door: Door) -> s.CandidateOut:
     draft = CandidateDraft(body.files, body.bases, body.file_deps, body.collection_deps)
-    return render.candidate(door.submit_candidate(caller, attempt_id, draft))
+    return s.CandidateOut.model_validate(door.submit_candidate(caller, attempt_id, draft))
 
 
 @router.get("/candidates/{candidate_id}")
 def show_candidate(candidate_id: str, caller: Caller, door: Door) -> s.CandidateOut:
-    return render.candidate(door.candidate(caller, candidate_id))
+    return s.CandidateOut.model_validate(door.candidate(caller, candidate_id))
 
 
 @router.post("/projects/{project_id}/observations", status_code=201, summary="Record a historical fact")
 def observe(project_id: str, body: ObservationIn, caller: Caller, door: Door) -> s.ObservationOut:
     obs = door.observe(caller, project_id, body.target, body.kind, body.revision, body.digest)
-    return render.observation(obs)
+    return s.ObservationOut.model_validate(obs)
 
 
 @router.get("/projects/{project_id}/observations")
 def list_observations(
     project_id: str, caller: Caller, door: Door, target: PathText = ""
 ) -> list[s.ObservationOut]:
-    return [render.observation(o) for o in door.observations(caller, project_id, target or None)]
+    return [s.ObservationOut.model_validate(o) for o in door.observations(caller, project_id, target or None)]

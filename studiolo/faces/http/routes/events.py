@@ -14,9 +14,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
 from studiolo._exceptions import StudioloError
+from studiolo.api import responses as s
 from studiolo.core.model import Event
-from studiolo.faces.http import render
-from studiolo.faces.http import schemas as s
 from studiolo.faces.http.deps import BearerToken, Caller, Door
 from studiolo.faces.http.limits import StreamSlots
 from studiolo.faces.http.problems import problem_response
@@ -38,7 +37,7 @@ def list_events(
     after: Seq = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> list[s.EventOut]:
-    return [render.event(e) for e in door.events(caller, project_id, after, limit)]
+    return [s.EventOut.model_validate(e) for e in door.events(caller, project_id, after, limit)]
 
 
 @router.get(
@@ -98,7 +97,7 @@ async def _follow(
     quiet_since = time.monotonic()
     while True:
         for e in batch:
-            yield _sse(e.kind, render.event(e).model_dump(), str(e.seq))
+            yield _sse(e.kind, s.EventOut.model_validate(e).model_dump(), str(e.seq))
             after = e.seq
         if batch:
             quiet_since = time.monotonic()

@@ -7,10 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from studiolo._exceptions import InvalidRequest
+from studiolo.api import responses as s
+from studiolo.api.requests import ReceiptIn, ReuseIn
+from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.faces.http import render
-from studiolo.faces.http import schemas as s
 from studiolo.faces.http.deps import Caller, Door
-from studiolo.faces.http.models import ReceiptIn, ReuseIn
 
 __all__ = ["router"]
 
@@ -35,8 +36,8 @@ def reuse_receipt(candidate_id: str, body: ReuseIn, caller: Caller, door: Door) 
     "/candidates/{candidate_id}/tree",
     summary="The exact file tree a verifier checks for this candidate",
 )
-def candidate_tree(candidate_id: str, caller: Caller, door: Door) -> s.CandidateTreeOut:
-    return render.candidate_tree(door.candidate_tree(caller, candidate_id))
+def candidate_tree(candidate_id: str, caller: Caller, door: Door) -> CandidateTree:
+    return door.candidate_tree(caller, candidate_id)
 
 
 @router.get("/candidates/{candidate_id}/receipts")
@@ -58,8 +59,8 @@ def verifications(
     door: Door,
     project_id: Annotated[str | None, Query(max_length=100, description="default: the caller's")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-) -> list[s.VerificationOut]:
+) -> list[VerificationItem]:
     project = project_id or caller.project_id
     if project is None:
         raise InvalidRequest("a service admin names the project: ?project_id=")
-    return [render.verification(v) for v in door.verification_queue(caller, project, limit)]
+    return door.verification_queue(caller, project, limit)

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
 from studiolo import __version__
-from studiolo.faces.http import schemas as s
+from studiolo.api import responses as s
 from studiolo.faces.http.deps import Door, MetricsDep
 
 __all__ = ["router"]

@@ -7,10 +7,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from studiolo.api import responses as s
+from studiolo.api.requests import CancelIn, ClaimIn, HandoffIn, LeaseIn, MigrateIn, ReassignIn, TaskIn
 from studiolo.faces.http import render
-from studiolo.faces.http import schemas as s
 from studiolo.faces.http.deps import Caller, Door
-from studiolo.faces.http.models import CancelIn, ClaimIn, HandoffIn, LeaseIn, MigrateIn, ReassignIn, TaskIn
 
 __all__ = ["router"]
 
@@ -30,7 +30,7 @@ def create_task(project_id: str, body: TaskIn, caller: Caller, door: Door) -> s.
         requires_deployment=body.requires_deployment,
         allow_evidence_reuse=body.allow_evidence_reuse,
     )
-    return render.task(t)
+    return s.TaskOut.model_validate(t)
 
 
 @router.get("/projects/{project_id}/tasks", summary="Tasks, each with its strongest established fact")
@@ -53,7 +53,7 @@ def show_task(task_id: str, caller: Caller, door: Door) -> s.TaskViewOut:
 
 @router.post("/tasks/{task_id}/cancel")
 def cancel_task(task_id: str, caller: Caller, door: Door, body: CancelIn | None = None) -> s.TaskOut:
-    return render.task(door.cancel_task(caller, task_id, body.reason if body else ""))
+    return s.TaskOut.model_validate(door.cancel_task(caller, task_id, body.reason if body else ""))
 
 
 @router.post("/tasks/{task_id}/migrate", summary="Change the contract explicitly (a new hash)")
@@ -61,32 +61,34 @@ def migrate_task(task_id: str, body: MigrateIn, caller: Caller, door: Door) -> s
     t = door.migrate_task(
         caller, task_id, criteria=body.criteria, scope=body.scope, policy_version=body.policy_version
     )
-    return render.task(t)
+    return s.TaskOut.model_validate(t)
 
 
 @router.post("/tasks/{task_id}/attempts", status_code=201, summary="Claim: start an attempt with a lease")
 def claim(task_id: str, caller: Caller, door: Door, body: ClaimIn | None = None) -> s.AttemptOut:
-    return render.attempt(door.claim(caller, task_id, body.lease_seconds if body else None))
+    return s.AttemptOut.model_validate(door.claim(caller, task_id, body.lease_seconds if body else None))
 
 
 @router.post("/tasks/{task_id}/reassign", status_code=201, summary="Replace the current attempt")
 def reassign(task_id: str, body: ReassignIn, caller: Caller, door: Door) -> s.AttemptOut:
-    return render.attempt(door.reassign(caller, task_id, body.principal_id, body.lease_seconds))
+    return s.AttemptOut.model_validate(door.reassign(caller, task_id, body.principal_id, body.lease_seconds))
 
 
 @router.get("/attempts/{attempt_id}")
 def show_attempt(attempt_id: str, caller: Caller, door: Door) -> s.AttemptOut:
-    return render.attempt(door.attempt(caller, attempt_id))
+    return s.AttemptOut.model_validate(door.attempt(caller, attempt_id))
 
 
 @router.post("/attempts/{attempt_id}/heartbeat", summary="Extend the lease of a live attempt")
 def heartbeat(attempt_id: str, caller: Caller, door: Door, body: LeaseIn | None = None) -> s.AttemptOut:
-    return render.attempt(door.heartbeat(caller, attempt_id, body.lease_seconds if body else None))
+    return s.AttemptOut.model_validate(
+        door.heartbeat(caller, attempt_id, body.lease_seconds if body else None)
+    )
 
 
 @router.post("/attempts/{attempt_id}/release", summary="Give the task back (it becomes open)")
 def release(attempt_id: str, caller: Caller, door: Door) -> s.AttemptOut:
-    return render.attempt(door.release(caller, attempt_id))
+    return s.AttemptOut.model_validate(door.release(caller, attempt_id))
 
 
 @router.post("/attempts/{attempt_id}/handoff", status_code=201, summary="Leave references for a successor")
@@ -94,9 +96,9 @@ def leave_handoff(attempt_id: str, body: HandoffIn, caller: Caller, door: Door) 
     h = door.handoff(
         caller, attempt_id, artifacts=body.artifacts, obligations=body.obligations, notes=body.notes
     )
-    return render.handoff(h)
+    return s.HandoffOut.model_validate(h)
 
 
 @router.get("/tasks/{task_id}/handoff", summary="The latest handoff, with what is still current")
 def show_handoff(task_id: str, caller: Caller, door: Door) -> s.HandoffViewOut:
-    return render.handoff_view(door.handoff_view(caller, task_id))
+    return s.HandoffViewOut.model_validate(door.handoff_view(caller, task_id))

@@ -1,13 +1,20 @@
 """Response bodies: what a face shows of the domain (no token hashes, no internal fields).
 
+Each model reads the domain value's attributes directly (`Model.model_validate(value)`,
+`from_attributes`), so a field is spelled once here and once in `studiolo.core.model`; where a
+model differs from its value, a one-line annotation says how. Models are built on first use
+(`defer_build`): a CLI command pays only for the models it reads.
+
 Times are seconds since the Unix epoch (floats); receipt `issued_at` is integer ms (signed).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from studiolo.core.model import Criterion
 
 __all__ = [
     "ArtifactOut",
@@ -15,7 +22,6 @@ __all__ = [
     "AuditOut",
     "BlobOut",
     "CandidateOut",
-    "CandidateTreeOut",
     "CheckerOut",
     "CollectionOut",
     "CompletionOut",
@@ -37,18 +43,34 @@ __all__ = [
     "TaskOut",
     "TaskSummaryOut",
     "TaskViewOut",
-    "TreeEntryOut",
-    "VerificationOut",
 ]
 
 
-class ProjectOut(BaseModel):
+def _sorted(value: Any) -> Any:
+    return sorted(value) if isinstance(value, set | frozenset) else value
+
+
+def _criteria_map(value: Any) -> Any:
+    if isinstance(value, tuple) and all(isinstance(c, Criterion) for c in value):
+        return {c.id: c.checker for c in value}
+    return value
+
+
+# A set in the domain is a sorted list on the wire (the same bytes for the same value).
+SortedNames = Annotated[list[str], BeforeValidator(_sorted)]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True, defer_build=True)
+
+
+class ProjectOut(_Out):
     id: str
     name: str
     created_at: float
 
 
-class PrincipalOut(BaseModel):
+class PrincipalOut(_Out):
     id: str
     project_id: str | None
     name: str
@@ -56,27 +78,27 @@ class PrincipalOut(BaseModel):
     public_key: str | None
 
 
-class IssuedOut(BaseModel):
+class IssuedOut(_Out):
     principal: PrincipalOut
     token: str
 
 
-class RevokedOut(BaseModel):
+class RevokedOut(_Out):
     revoked: int
 
 
-class GrantOut(BaseModel):
+class GrantOut(_Out):
     id: str
     project_id: str
     principal_id: str
-    actions: list[str]
+    actions: SortedNames
     scope: list[str]
     created_at: float
     revoked_at: float | None
     live: bool
 
 
-class PolicyOut(BaseModel):
+class PolicyOut(_Out):
     project_id: str
     version: int
     text: str
@@ -84,26 +106,26 @@ class PolicyOut(BaseModel):
     created_at: float
 
 
-class CheckerOut(BaseModel):
+class CheckerOut(_Out):
     project_id: str
     name: str
     version: str
     ref: str
     kind: str
     config: dict[str, Any]
-    verifiers: list[str]
+    verifiers: SortedNames
 
 
-class ContractOut(BaseModel):
+class ContractOut(_Out):
     task_id: str
-    criteria: dict[str, str]
+    criteria: Annotated[dict[str, str], BeforeValidator(_criteria_map)]  # id → checker
     scope: list[str]
     policy_version: int
     requires_deployment: bool
     allow_evidence_reuse: bool
 
 
-class TaskOut(BaseModel):
+class TaskOut(_Out):
     id: str
     project_id: str
     title: str
@@ -122,7 +144,7 @@ class TaskSummaryOut(TaskOut):
     still_current: bool | None
 
 
-class AttemptOut(BaseModel):
+class AttemptOut(_Out):
     id: str
     task_id: str
     principal_id: str
@@ -132,7 +154,7 @@ class AttemptOut(BaseModel):
     created_at: float
 
 
-class CandidateOut(BaseModel):
+class CandidateOut(_Out):
     id: str
     task_id: str
     attempt_id: str
@@ -142,11 +164,11 @@ class CandidateOut(BaseModel):
     collection_deps: dict[str, int]
     digest: str
     dependency_digest: str
-    write_set: list[str]
+    write_set: SortedNames
     created_at: float
 
 
-class ReceiptOut(BaseModel):
+class ReceiptOut(_Out):
     id: str
     candidate_id: str
     body: dict[str, Any]
@@ -154,7 +176,7 @@ class ReceiptOut(BaseModel):
     reused: bool
 
 
-class CompletionOut(BaseModel):
+class CompletionOut(_Out):
     id: str
     task_id: str
     attempt_id: str
@@ -168,7 +190,7 @@ class CompletionOut(BaseModel):
     created_at: float
 
 
-class EventOut(BaseModel):
+class EventOut(_Out):
     seq: int
     project_id: str | None
     kind: str
@@ -180,7 +202,7 @@ class EventOut(BaseModel):
     hash: str
 
 
-class TaskViewOut(BaseModel):
+class TaskViewOut(_Out):
     task: TaskSummaryOut
     attempts: list[AttemptOut]
     candidates: list[CandidateOut]
@@ -189,7 +211,7 @@ class TaskViewOut(BaseModel):
     rejections: list[EventOut]
 
 
-class ArtifactOut(BaseModel):
+class ArtifactOut(_Out):
     project_id: str
     path: str
     revision: int
@@ -198,18 +220,18 @@ class ArtifactOut(BaseModel):
     updated_at: float
 
 
-class CollectionOut(BaseModel):
+class CollectionOut(_Out):
     project_id: str
     prefix: str
     revision: int
 
 
-class BlobOut(BaseModel):
+class BlobOut(_Out):
     digest: str
     size: int
 
 
-class ObservationOut(BaseModel):
+class ObservationOut(_Out):
     id: str
     project_id: str
     target: str
@@ -220,7 +242,7 @@ class ObservationOut(BaseModel):
     observer_id: str
 
 
-class HandoffOut(BaseModel):
+class HandoffOut(_Out):
     id: str
     task_id: str
     attempt_id: str
@@ -232,54 +254,19 @@ class HandoffOut(BaseModel):
     created_at: float
 
 
-class HandoffRefOut(BaseModel):
+class HandoffRefOut(_Out):
     revision: int
     current_revision: int
     current: bool
 
 
-class HandoffViewOut(BaseModel):
+class HandoffViewOut(_Out):
     handoff: HandoffOut
     contract_current: bool
     artifacts: dict[str, HandoffRefOut]
 
 
-class VerificationOut(BaseModel):
-    project_id: str
-    task_id: str
-    attempt_id: str
-    candidate_id: str
-    contract_hash: str
-    criterion: str
-    checker: str
-    checker_kind: str
-    checker_config: dict[str, Any]
-    candidate_digest: str
-    dependency_digest: str
-    files: dict[str, str | None]
-    bases: dict[str, int]
-    file_deps: dict[str, int]
-    collection_deps: dict[str, int]
-    issuer: str
-
-
-class TreeEntryOut(BaseModel):
-    path: str
-    digest: str
-    revision: int | None
-    source: str
-
-
-class CandidateTreeOut(BaseModel):
-    candidate_id: str
-    candidate_digest: str
-    dependency_digest: str
-    entries: list[TreeEntryOut]
-    unreproducible: list[str]
-    withheld: list[str]
-
-
-class OrientationOut(BaseModel):
+class OrientationOut(_Out):
     principal: PrincipalOut
     project_id: str
     policy: PolicyOut | None
@@ -288,7 +275,7 @@ class OrientationOut(BaseModel):
     my_attempts: list[AttemptOut]
 
 
-class AuditOut(BaseModel):
+class AuditOut(_Out):
     ok: bool
     events: int
     head: str
@@ -296,6 +283,6 @@ class AuditOut(BaseModel):
     problem: str
 
 
-class HealthOut(BaseModel):
+class HealthOut(_Out):
     status: str
     version: str

@@ -1,10 +1,20 @@
-"""Request bodies at the edge (pydantic 2). The coordinator re-validates meaning."""
+"""Request bodies: what the server validates at its edge and the client sends, one model each
+(pydantic 2). The coordinator re-validates meaning.
+
+Built in Python (by the client), a model that does not validate raises the server's own
+answer, `InvalidRequest` (422), before anything is sent.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Iterable
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic_core import ErrorDetails
+
+from studiolo._exceptions import InvalidRequest
+from studiolo.core.model import Action, PrincipalKind
 
 __all__ = [
     "ArtifactEditIn",
@@ -26,6 +36,8 @@ __all__ = [
     "ReceiptIn",
     "ReuseIn",
     "TaskIn",
+    "build_all",
+    "invalid_request",
 ]
 
 # Bounded so that every value fits a 64-bit SQL integer and a JSON double.
@@ -34,12 +46,33 @@ Rev = Annotated[int, Field(strict=True, ge=0, le=2**53)]
 Lease = Annotated[float, Field(strict=True, ge=1, le=10**9)]
 Short = Annotated[str, Field(max_length=300)]
 Text = Annotated[str, Field(max_length=1_000_000)]
-Kind = Literal["agent", "verifier", "observer", "human", "admin"]
-ActionName = Literal["read", "write", "claim", "complete", "verify", "observe", "admin"]
+
+
+def invalid_request(errors: Iterable[ErrorDetails]) -> InvalidRequest:
+    """A validation failure as the server reports it (422): the first five problems, by field."""
+    parts = [f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}" for e in errors]
+    exc = InvalidRequest("; ".join(parts[:5]) or "invalid request")
+    exc.status = 422
+    return exc
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise invalid_request(exc.errors()) from None
+
+
+def build_all() -> None:
+    """Build every request model now, and for good: a client builds only the one it sends
+    (`defer_build`); a server validates them all, and FastAPI's field around a body model
+    builds it late, and warns, if the model still defers."""
+    for model in _In.__subclasses__():
+        model.model_config["defer_build"] = False
+        model.model_rebuild(force=True)
 
 
 class ProjectIn(_In):
@@ -48,7 +81,7 @@ class ProjectIn(_In):
 
 class PrincipalIn(_In):
     name: Short
-    kind: Kind
+    kind: PrincipalKind
     public_key: Short | None = Field(None, description="Ed25519 public key, base64url (verifiers)")
 
 
@@ -58,7 +91,7 @@ class PublicKeyIn(_In):
 
 class GrantIn(_In):
     principal_id: Short
-    actions: list[ActionName] = Field(min_length=1, max_length=7)
+    actions: list[Action] = Field(min_length=1, max_length=len(Action))
     scope: list[Short] = Field(default_factory=lambda: ["**"], min_length=1, max_length=200)
 
 
