@@ -129,9 +129,8 @@ def _draw(params: Params, rng: random.Random) -> _Draw:
     terminal_u = rng.random()
     bundle = int(_lognormal(rng, params.bundle_median_mib, params.bundle_sigma) * MIB)
     count = rng.randint(0, params.max_attachments)
-    sizes = [
-        int(_lognormal(rng, params.attachment_median_kib, params.attachment_sigma) * 1024) for _ in range(2)
-    ]
+    median, sigma = params.attachment_median_kib, params.attachment_sigma
+    sizes = [int(_lognormal(rng, median, sigma) * 1024) for _ in range(params.max_attachments)]
     return _Draw(
         work_s=work_s,
         terminal_u=terminal_u,
@@ -162,12 +161,12 @@ def _delivery(params: Params, size: int) -> Delivery:
     return Delivery.INLINE if size <= params.inline_limit else Delivery.URL
 
 
-def _bundle_arrival(params: Params, draw: _Draw, terminal_ms: int) -> int | None:
-    """When the detached bundle is retrievable: handed over before the end, then pushed and queued."""
+def _detached_arrival(params: Params, draw: _Draw, size: int, terminal_ms: int) -> int | None:
+    """When a detached artifact is retrievable: handed over before the end, pushed, queued."""
     if draw.lost_u < params.lost_rate:
         return None
     handed_over = terminal_ms - _ms(draw.finish_s)
-    transfer = _ms(draw.bundle_bytes / (params.push_mib_s * MIB))
+    transfer = _ms(size / (params.push_mib_s * MIB))
     return handed_over + transfer + _ms(draw.queue_s)
 
 
@@ -221,7 +220,8 @@ def draw_task(params: Params, seed: int, index: int) -> RemoteTask:
     artifacts = []
     for position, size in enumerate(sizes):
         delivery = _delivery(params, size)
-        arrival = _bundle_arrival(params, draw, terminal_ms) if delivery is Delivery.DETACHED else manifest_ms
+        detached = delivery is Delivery.DETACHED
+        arrival = _detached_arrival(params, draw, size, terminal_ms) if detached else manifest_ms
         fault = tamper if position == target else Tamper.NONE
         name = "bundle" if position == 0 else f"attachment-{position}"
         artifacts.append(_artifact(task_id, name, size, delivery, arrival, fault))
