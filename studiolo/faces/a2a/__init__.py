@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from a2a.server.agent_execution import RequestContext
+from a2a.server.agent_execution.active_task import ActiveTask
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
@@ -15,7 +17,7 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, Task, TaskState
+from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, SubscribeToTaskRequest, Task, TaskState
 from a2a.utils.errors import ExtensionSupportRequiredError, TaskNotCancelableError
 from fastapi import FastAPI
 from starlette.applications import Starlette
@@ -28,7 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from studiolo._exceptions import StudioloError
 from studiolo.faces.a2a.admin import admin_routes
 from studiolo.faces.a2a.card import build_card, sign_card
-from studiolo.faces.a2a.executor import LedgerExecutor
+from studiolo.faces.a2a.executor import TERMINAL, LedgerExecutor
 from studiolo.faces.a2a.ledger import LedgerTaskStore, PrincipalUser, Renderer
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
 from studiolo.service import Coordinator
@@ -69,8 +71,9 @@ def mount_a2a(
 
 
 class _Handler(DefaultRequestHandler):
-    """The SDK's handler, plus two rules: a requester must speak the manifest extension, and
-    a cancel answers CANCELED or TaskNotCancelable — never the winner's task."""
+    """The SDK's handler, plus three rules: a requester must speak the manifest extension; a
+    cancel answers CANCELED or TaskNotCancelable — never the winner's task; and a resubscribe
+    to a live task that no executor follows here (the service restarted) starts a follower."""
 
     async def on_message_send(self, params: Any, context: ServerCallContext) -> Any:
         _require_extension(context)
@@ -80,6 +83,30 @@ class _Handler(DefaultRequestHandler):
         _require_extension(context)
         async for event in super().on_message_send_stream(params, context):
             yield event
+
+    async def on_subscribe_to_task(self, params: SubscribeToTaskRequest, context: ServerCallContext) -> Any:
+        follower = await self._follower(params.id, context)
+        if follower is None:
+            async for event in super().on_subscribe_to_task(params, context):
+                yield event
+            return
+        active, request = follower  # tap first, then start following: no event is missed
+        async for event in active.subscribe(request=request, include_initial_task=True):
+            yield event
+
+    async def _follower(
+        self, task_id: str, context: ServerCallContext
+    ) -> tuple[ActiveTask, RequestContext] | None:
+        """A new executor run for a live delegation nobody follows; None when one does (or the
+        task is unknown or terminal: the SDK answers those)."""
+        if self._event_stream is not None or await self._active_task_registry.get(task_id) is not None:
+            return None
+        task = await self.task_store.get(task_id, context)
+        if not isinstance(task, Task) or task.status.state in TERMINAL:
+            return None
+        registry = self._active_task_registry
+        active = await registry.get_or_create(task_id, call_context=context, context_id=task.context_id)
+        return active, RequestContext(context, task_id=task_id, context_id=task.context_id, task=task)
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         task: Task | None = await super().on_cancel_task(params, context)

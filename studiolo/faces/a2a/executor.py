@@ -15,19 +15,19 @@ from typing import Any
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.types.a2a_pb2 import Message, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
 from starlette.concurrency import run_in_threadpool
 
-from studiolo._exceptions import Conflict, InvalidRequest
+from studiolo._exceptions import Conflict, InvalidRequest, NotFound
 from studiolo.core.model import Principal
 from studiolo.faces.a2a.ledger import Renderer, principal_of
 from studiolo.faces.a2a.mapping import Rendering
 from studiolo.service import DelegatedView, DelegationRequest
 
-__all__ = ["LedgerExecutor", "delegation_request"]
+__all__ = ["TERMINAL", "LedgerExecutor", "delegation_request"]
 
-_TERMINAL = frozenset(
+TERMINAL = frozenset(
     {
         TaskState.TASK_STATE_COMPLETED,
         TaskState.TASK_STATE_FAILED,
@@ -75,16 +75,24 @@ class LedgerExecutor(AgentExecutor):
 
     async def _follow(self, caller: Principal, task_id: str, shown: Rendering, queue: EventQueue) -> None:
         last = (shown.state, shown.text)
-        while shown.state not in _TERMINAL:
+        while shown.state not in TERMINAL:
             await asyncio.sleep(self._poll)
-            view: DelegatedView = await run_in_threadpool(self._door.delegated, caller, task_id)
-            shown = self._render(view)
-            if shown.state not in _TERMINAL and (shown.state, shown.text) != last:
+            shown = self._render(await self._read(caller, task_id))
+            if shown.state not in TERMINAL and (shown.state, shown.text) != last:
                 last = (shown.state, shown.text)
                 await queue.enqueue_event(_status(shown))
         async with self._lock(task_id):
             if task_id not in self._ended:
                 await self._end(task_id, shown, queue, announced=shown.state == last[0])
+
+    async def _read(self, caller: Principal, task_id: str) -> DelegatedView:
+        """The ledger's view; the requester losing sight of the task (its delegate grant was
+        revoked) ends the stream with "task not found", as `GetTask` then answers."""
+        try:
+            view: DelegatedView = await run_in_threadpool(self._door.delegated, caller, task_id)
+        except NotFound as exc:
+            raise TaskNotFoundError(message="the requester no longer sees this task") from exc
+        return view
 
     async def _end(self, task_id: str, shown: Rendering, queue: EventQueue, announced: bool = False) -> None:
         """Every artifact, then the terminal status: the only order a requester may see."""

@@ -4,6 +4,7 @@
 never persisted beside it. `save` writes nothing except a CANCELED the SDK records for a task
 no executor is following; that goes through the Coordinator's cancel (the completion's commit
 point), and a cancel that loses to an accepted completion is reported as a concurrent change.
+A FAILED the ledger does not hold is refused the same way.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ from starlette.concurrency import run_in_threadpool
 
 from studiolo._exceptions import Conflict, NotFound
 from studiolo.core.model import Principal
-from studiolo.faces.a2a.mapping import Rendering, render
+from studiolo.faces.a2a.mapping import Rendering, a2a_state, render
 from studiolo.service import Coordinator, DelegatedView
 
 __all__ = ["LedgerTaskStore", "PrincipalUser", "Renderer", "principal_of"]
+
+_BATCH = 100  # delegations read per ledger read while listing
+_Matches = list[tuple[int, DelegatedView]]  # (position among the requester's delegations, view)
 
 
 class PrincipalUser(User):
@@ -74,6 +78,9 @@ class LedgerTaskStore(TaskStore):
         return self._render(view).task
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
+        if task.status.state == TaskState.TASK_STATE_FAILED:
+            await self._refuse_failed(task, context)
+            return
         if task.status.state != TaskState.TASK_STATE_CANCELED:
             return  # the executor's events only restate the ledger; nothing to persist
         caller = principal_of(context)
@@ -85,18 +92,43 @@ class LedgerTaskStore(TaskStore):
         except (Conflict, NotFound) as exc:
             raise ConcurrentTaskModificationError(task.id) from exc
 
+    async def _refuse_failed(self, task: Task, context: ServerCallContext) -> None:
+        """The SDK writes FAILED when an executor raises; the ledger decides, so unless it says
+        FAILED too the write is a concurrent change: the SDK then reports the error itself and
+        no stream shows a FAILED that `GetTask` would contradict."""
+        caller = principal_of(context)
+        try:
+            view = await run_in_threadpool(self._door.delegated, caller, task.id)
+        except NotFound as exc:  # e.g. the requester's delegate grant was revoked
+            raise ConcurrentTaskModificationError(task.id) from exc
+        if self._render(view).state != TaskState.TASK_STATE_FAILED:
+            raise ConcurrentTaskModificationError(task.id)
+
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        """Full pages: the filters (context, state) apply before paging, and the page token is
+        the position in the requester's delegations (newest first) after the last one read."""
         caller = principal_of(context)
         size = params.page_size or 50
-        offset = int(params.page_token) if params.page_token.isdigit() else 0
-        views = await run_in_threadpool(self._door.delegations, caller, size + 1, offset)
-        tasks = [self._render(v).task for v in views[:size]]
-        if params.context_id:
-            tasks = [t for t in tasks if t.context_id == params.context_id]
-        if params.status:
-            tasks = [t for t in tasks if t.status.state == params.status]
-        more = str(offset + size) if len(views) > size else ""
-        return ListTasksResponse(tasks=tasks, next_page_token=more, page_size=size, total_size=len(tasks))
+        start = int(params.page_token) if params.page_token.isdigit() else 0
+        matches = await run_in_threadpool(self._matching, caller, params)
+        page = [(i, v) for i, v in matches if i >= start][: size + 1]
+        more = str(page[size - 1][0] + 1) if len(page) > size else ""
+        tasks = [self._render(v).task for _, v in page[:size]]
+        return ListTasksResponse(tasks=tasks, next_page_token=more, page_size=size, total_size=len(matches))
+
+    def _matching(self, caller: Principal, params: ListTasksRequest) -> _Matches:
+        """Every delegation of the caller that passes the filters, with its position."""
+        out: _Matches = []
+        offset = 0
+        while batch := self._door.delegations(caller, _BATCH, offset):
+            for i, v in enumerate(batch, start=offset):
+                if params.context_id and v.delegation.context_id != params.context_id:
+                    continue
+                if params.status and a2a_state(v)[0] != params.status:
+                    continue
+                out.append((i, v))
+            offset += len(batch)
+        return out
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         raise UnsupportedOperationError(message="the ledger never forgets a task")

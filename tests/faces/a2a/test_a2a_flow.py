@@ -5,14 +5,18 @@ artifact and the signed manifest arrive before COMPLETED."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from typing import Any
 
 import httpx
 import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, SubscribeToTaskRequest, Task, TaskState
+from a2a.utils.errors import TaskNotFoundError
 
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION, MANIFEST_ID, RECEIPT_ID
+from studiolo.faces.http.server import ServerThread, free_port
+from studiolo.settings import Settings
 from tests.faces.a2a.conftest import (
     Live,
     in_thread,
@@ -138,3 +142,63 @@ def test_only_an_admin_defines_intakes(live: Live) -> None:
     body = {"criteria": {"tests": "unit@1"}, "scope": ["**"]}
     r = httpx.put(url, json=body, headers={"Authorization": f"Bearer {live.requester_token}"})
     assert r.status_code == 403 and r.json()["reason"] == "not_authorized"
+
+
+def test_resubscribe_after_a_restart_follows_the_ledger(live: Live) -> None:
+    """A fresh app on the same ledger (a restart) has no executor following the task: the
+    resubscribe starts one, and the stream still ends artifacts-then-COMPLETED."""
+    task_id = asyncio.run(_started(live))
+    port = free_port()
+    settings = Settings(database_url=live.world.coord.store.url, public_url=f"http://127.0.0.1:{port}")
+    with ServerThread(live.world.coord, settings, port=port) as restarted:
+        again = dataclasses.replace(live, url=restarted.url)
+
+        async def go() -> list[tuple[str, Any]]:
+            events: list[tuple[str, Any]] = []
+            async with again.client("JSONRPC", streaming=True) as client:
+                worker = None
+                async for ev in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                    kind = ev.WhichOneof("payload")
+                    events.append((kind, getattr(ev, kind)))
+                    if worker is None:
+                        worker = in_thread(work_task, again, studiolo_task_id(ev.task))
+                assert worker is not None
+                await asyncio.to_thread(worker[0].join)
+            return events
+
+        events = run(asyncio.wait_for(go(), 60))  # before: the stream waited forever
+    assert events[0][0] == "task" and events[-1][0] == "status_update"
+    assert events[-1][1].status.state == S.TASK_STATE_COMPLETED
+    _check_artifacts(live, [e.artifact for k, e in events if k == "artifact_update"])
+
+
+def test_a_requester_losing_its_grant_never_sees_failed(live: Live) -> None:
+    """The executor's follow loop loses sight of the task: the stream ends with "task not
+    found" (what GetTask answers that requester), never a FAILED the ledger does not hold."""
+    coord, admin, world = live.world.coord, live.world.admin, live.world
+    requester = coord.authenticate(live.requester_token)
+
+    async def go() -> tuple[list[Any], BaseException | None, Task]:
+        events: list[Any] = []
+        ended: BaseException | None = None
+        async with live.client("JSONRPC", streaming=True) as client:
+            try:
+                async for ev in client.send_message(message("answer 42", live.skill)):
+                    events.append(ev)
+                    if len(events) == 1:
+                        for g in coord.list_grants(admin, world.project_id):
+                            if g.principal_id == requester.id:
+                                coord.revoke_grant(admin, g.id)
+            except Exception as exc:  # the stream's end, examined below
+                ended = exc
+            with pytest.raises(TaskNotFoundError):
+                await client.get_task(GetTaskRequest(id=events[0].task.id))
+        async with live.client("JSONRPC", streaming=False, token=live.actors.tokens["admin"]) as adm:
+            seen = await adm.get_task(GetTaskRequest(id=events[0].task.id))
+        return events, ended, seen
+
+    events, ended, seen = run(asyncio.wait_for(go(), 60))
+    assert isinstance(ended, TaskNotFoundError), ended
+    states = [getattr(ev, ev.WhichOneof("payload")).status.state for ev in events]
+    assert S.TASK_STATE_FAILED not in states
+    assert seen.status.state == S.TASK_STATE_SUBMITTED  # the admin still sees the ledger's state

@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
-from a2a.types.a2a_pb2 import GetTaskRequest, ListTasksRequest, TaskState
+from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, ListTasksRequest, TaskState
 from a2a.utils.errors import TaskNotFoundError
 from a2a.utils.signing import InvalidSignaturesError
 
@@ -133,3 +133,30 @@ def test_a_message_without_the_manifest_extension_is_refused(live: Live) -> None
         f"{live.url}/a2a/jsonrpc", json=body, headers={**headers, "A2A-Extensions": EXT, "A2A-Version": "0.3"}
     )
     assert "error" in r.json()  # old clients: the SDK's VersionNotSupported
+
+
+def test_list_tasks_filters_before_paging_so_pages_are_full(live: Live) -> None:
+    async def go() -> tuple[list[str], list[list[str]], list[int]]:
+        async with live.client("JSONRPC", streaming=False) as client:
+            ids = [(await send(client, message(f"job {i}", live.skill)))[0].task.id for i in range(6)]
+            everything = [t.id for t in (await client.list_tasks(ListTasksRequest(page_size=50))).tasks]
+            for cancelled in everything[1::2]:  # interleaved with the ones still SUBMITTED
+                await client.cancel_task(CancelTaskRequest(id=cancelled))
+            pages: list[list[str]] = []
+            totals: list[int] = []
+            token = ""
+            while True:
+                req = ListTasksRequest(page_size=2, status=S.TASK_STATE_SUBMITTED, page_token=token)
+                page = await client.list_tasks(req)
+                pages.append([t.id for t in page.tasks])
+                totals.append(page.total_size)
+                assert all(t.status.state == S.TASK_STATE_SUBMITTED for t in page.tasks)
+                token = page.next_page_token
+                if not token:
+                    assert sorted(everything) == sorted(ids)
+                    return everything, pages, totals
+
+    everything, pages, totals = run(go())
+    submitted = everything[0::2]  # in the ledger's order
+    assert pages == [submitted[0:2], submitted[2:3]]  # each page as full as it can be
+    assert totals == [3, 3]
