@@ -21,7 +21,7 @@ import os
 import secrets
 import ssl
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,6 +251,30 @@ class Client:
 
     def checkers(self, project: str | None = None) -> list[s.CheckerOut]:
         return self._many(s.CheckerOut, f"{self._p(project)}/checkers")
+
+    def define_intake(
+        self,
+        name: str,
+        criteria: Mapping[str, str],
+        scope: Sequence[str],
+        *,
+        description: str = "",
+        policy_version: int | None = None,
+        project: str | None = None,
+    ) -> dict[str, Any]:
+        """Define (or replace) an A2A intake template: the contract of delegated tasks."""
+        body: dict[str, Any] = {"description": description, "criteria": dict(criteria), "scope": list(scope)}
+        if policy_version is not None:
+            body["policy_version"] = policy_version
+        data: dict[str, Any] = self._send("PUT", f"{self._intakes(project)}/{_seg(name)}", json=body).json()
+        return data
+
+    def intakes(self, project: str | None = None) -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = self._send("GET", self._intakes(project)).json()
+        return data
+
+    def _intakes(self, project: str | None) -> str:
+        return f"/a2a/admin/projects/{quote(self.project_id(project), safe='')}/intakes"
 
     # tasks and attempts --------------------------------------------------------
     def create_task(

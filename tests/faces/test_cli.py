@@ -304,3 +304,32 @@ def _pem(world: World) -> bytes:
     from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
     return world.verifier_key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+
+
+def test_a2a_intake_put_and_list(actors: Actors, world: World) -> None:
+    put = js(
+        actors, "admin", "a2a", "intake", "put", "fix",
+        "--criterion", "tests=unit@1", "--scope", "src/**", "--scope", "docs/**",
+        "--description", "fix code", "--policy-version", "1",
+    )  # fmt: skip
+    assert put == {
+        "skill": f"{world.project_id}/fix",
+        "name": "fix",
+        "description": "fix code",
+        "criteria": {"tests": "unit@1"},
+        "scope": ["src/**", "docs/**"],
+        "policy_version": 1,
+    }
+    listed = cli(actors, "admin", "a2a", "intake", "list").stdout
+    assert f"{world.project_id}/fix: tests=unit@1 · scope src/** docs/** · policy v1" in listed
+    assert [t["name"] for t in js(actors, "admin", "a2a", "intake", "list")] == ["fix"]
+    refused = cli(
+        actors, "agent", "a2a", "intake", "put", "x", "--criterion", "t=unit@1", "--scope", "**", code=3
+    )
+    assert "not_authorized" in refused.output
+    bad = cli(actors, "admin", "a2a", "intake", "put", "x", "--criterion", "unit", "--scope", "**", code=2)
+    assert "NAME=CHECKER@VERSION" in bad.output
+    unknown = cli(
+        actors, "admin", "a2a", "intake", "put", "x", "--criterion", "t=nope@9", "--scope", "**", code=2
+    )
+    assert "invalid_request" in unknown.output or "nope@9" in unknown.output

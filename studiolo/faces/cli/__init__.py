@@ -60,6 +60,7 @@ COMMANDS: dict[str, Lazy] = {
     "grant": Lazy(_ADMIN, "Grants: actions over path scopes; revocable."),
     "policy": Lazy(_ADMIN, "Policies: the project's versioned handbook."),
     "checker": Lazy(_ADMIN, "Checkers and the verifiers admitted for them."),
+    "a2a": Lazy("studiolo.faces.cli.a2a", "A2A: intake templates for work delegated by other agents."),
     "mcp": Lazy(
         "studiolo.faces.cli.mcp", "Serve MCP on stdio (Claude Code, Codex, Cursor) as your token's principal."
     ),
