@@ -26,7 +26,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -480,6 +480,36 @@ class Client:
 
     def candidate_tree(self, candidate_id: str) -> CandidateTree:
         return self._one(CandidateTree, "GET", f"/v1/candidates/{_seg(candidate_id)}/tree")
+
+    # delegation to remote A2A agents ---------------------------------------------
+    def add_remote_org(
+        self, name: str, keys: Mapping[str, str], *, target: str | None = None, project: str | None = None
+    ) -> s.RemoteOrgOut:
+        body = q.RemoteOrgIn(name=name, keys=dict(keys), target=target)
+        return self._one(s.RemoteOrgOut, "POST", f"{self._p(project)}/remote-orgs", body)
+
+    def remote_orgs(self, project: str | None = None) -> list[s.RemoteOrgOut]:
+        return self._many(s.RemoteOrgOut, f"{self._p(project)}/remote-orgs")
+
+    def delegate(self, task_id: str, org: str, agent_url: str, skill: str | None = None) -> s.DelegationOut:
+        body = q.DelegateIn(org=org, agent_url=agent_url, skill=skill)
+        return self._one(s.DelegationOut, "POST", f"/v1/tasks/{_seg(task_id)}/delegations", body)
+
+    def delegation(self, delegation_id: str) -> s.DelegationOut:
+        return self._one(s.DelegationOut, "GET", f"/v1/delegations/{_seg(delegation_id)}")
+
+    def delegations(self, state: str | None = None, *, project: str | None = None) -> list[s.DelegationOut]:
+        params = {"state": state} if state else {}
+        return self._many(s.DelegationOut, f"{self._p(project)}/delegations", params=params)
+
+    def review_queue(self, project: str | None = None) -> list[s.DelegationOut]:
+        return self._many(s.DelegationOut, f"{self._p(project)}/delegations/review")
+
+    def review(
+        self, delegation_id: str, decision: Literal["finalize", "reject"], note: str = ""
+    ) -> s.DelegationOut:
+        body = q.ReviewIn(decision=decision, note=note)
+        return self._one(s.DelegationOut, "POST", f"/v1/delegations/{_seg(delegation_id)}/review", body)
 
     def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
         return self._many(s.ReceiptOut, f"/v1/candidates/{_seg(candidate_id)}/receipts")

@@ -8,7 +8,7 @@ answer, `InvalidRequest` (422), before anything is sent.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic_core import ErrorDetails
@@ -23,6 +23,7 @@ __all__ = [
     "CheckerIn",
     "ClaimIn",
     "CompleteIn",
+    "DelegateIn",
     "GrantIn",
     "HandoffIn",
     "LeaseIn",
@@ -34,7 +35,9 @@ __all__ = [
     "PublicKeyIn",
     "ReassignIn",
     "ReceiptIn",
+    "RemoteOrgIn",
     "ReuseIn",
+    "ReviewIn",
     "TaskIn",
     "build_all",
     "invalid_request",
@@ -183,3 +186,24 @@ class ObservationIn(_In):
     kind: Short
     revision: Rev | None = None
     digest: Short | None = None
+
+
+class RemoteOrgIn(_In):
+    """Pin a remote organisation's keys (kid → Ed25519 public key, base64url)."""
+
+    name: Short
+    keys: Annotated[dict[Short, Short], Field(min_length=1, max_length=16)]
+    target: Short | None = None
+
+
+class DelegateIn(_In):
+    """Delegate a task to the remote agent at `agent_url` (its card must be signed by a pinned key)."""
+
+    org: Short
+    agent_url: Annotated[str, Field(max_length=2000, pattern=r"^https?://")]
+    skill: Short | None = None
+
+
+class ReviewIn(_In):
+    decision: Literal["finalize", "reject"]
+    note: Annotated[str, Field(max_length=2000)] = ""

@@ -26,6 +26,7 @@ __all__ = [
     "CollectionOut",
     "CompletionOut",
     "ContractOut",
+    "DelegationOut",
     "EventOut",
     "GrantOut",
     "HandoffOut",
@@ -39,6 +40,7 @@ __all__ = [
     "PrincipalOut",
     "ProjectOut",
     "ReceiptOut",
+    "RemoteOrgOut",
     "RevokedOut",
     "TaskOut",
     "TaskSummaryOut",
@@ -286,3 +288,42 @@ class AuditOut(_Out):
 class HealthOut(_Out):
     status: str
     version: str
+
+
+class RemoteOrgOut(_Out):
+    """A remote organisation's trust anchor (docs/a2a.md): its pinned keys, never its secrets."""
+
+    id: str
+    project_id: str
+    name: str
+    keys: dict[str, str]
+    agent_id: str
+    verifier_id: str
+    checker: str
+    target: str
+    created_at: float
+    revoked_at: float | None
+
+
+class DelegationOut(_Out):
+    """A delegation to a remote agent and where its wait stands (docs/a2a.md)."""
+
+    id: str
+    project_id: str
+    task_id: str
+    org_id: str
+    agent_url: str
+    card_digest: str
+    pinned: dict[str, str]
+    attempt_id: str
+    fence: int
+    state: str
+    remote_task_id: str | None
+    remote_state: str | None
+    since: float | None
+    reason: str | None
+    evidence: dict[str, Any]
+    completion_id: str | None
+    created_by: str
+    created_at: float
+    updated_at: float

@@ -139,6 +139,23 @@ class RemoteOps(AdminOps, WorkOps, CompletionOps):
 
         return self.store.read(run)
 
+    def remote_org_for_task(self, caller: Principal, task_id: str, org_name: str) -> RemoteOrg:
+        """The organisation a caller may delegate this task to: checked before any network
+        I/O, so that nobody else can make the service fetch a URL."""
+
+        def run(tx: Tx) -> RemoteOrg:
+            task = self.visible_task(tx, caller, task_id)
+            if not (
+                self.can(tx, caller, task.project_id, Action.ADMIN) or self._may_delegate(tx, caller, task)
+            ):
+                raise NotAuthorized(f"{caller.name} holds no live delegate grant")
+            org = tx.remote.org_by_name(task.project_id, str(org_name)[:100])
+            if org is None or not org.live:
+                raise NotFound(f"remote organisation {str(org_name)[:100]!r} not found")
+            return org
+
+        return self.store.read(run)
+
     # delegation ---------------------------------------------------------------
     def delegate_remote(
         self,
@@ -315,7 +332,10 @@ class RemoteOps(AdminOps, WorkOps, CompletionOps):
     def remote_delegations(
         self, caller: Principal, project_id: str, state: str | None = None
     ) -> list[RemoteDelegation]:
-        states = None if state is None else [RemoteState(state)]
+        try:
+            states = None if state is None else [RemoteState(state)]
+        except ValueError as exc:
+            raise InvalidRequest(f"unknown delegation state {str(state)[:40]!r}") from exc
 
         def run(tx: Tx) -> list[RemoteDelegation]:
             self.require_project(tx, caller, project_id)

@@ -32,6 +32,7 @@ from a2a.utils.signing import create_signature_verifier
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.core.canonical import digest_bytes
+from studiolo.core.model import Principal
 from studiolo.core.quiescence import (
     ArtifactIntegrityError,
     Channel,
@@ -50,7 +51,7 @@ from studiolo.faces.a2a.remote_view import manifest_kid, read_task, same_origin
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
-__all__ = ["CardCheck", "Requester", "fetch_verified_card", "mount_requester", "policy_from"]
+__all__ = ["CardCheck", "Requester", "delegate", "fetch_verified_card", "mount_requester", "policy_from"]
 
 log = logging.getLogger("studiolo.a2a.requester")
 T = TypeVar("T")
@@ -142,6 +143,31 @@ def mount_requester(app: Any, door: Coordinator, settings: Settings) -> Requeste
 
     app.router.lifespan_context = lifespan
     return requester
+
+
+def delegate(
+    door: Coordinator,
+    caller: Principal,
+    task_id: str,
+    org_name: str,
+    agent_url: str,
+    *,
+    skill: str | None = None,
+    http: httpx.Client,
+) -> RemoteDelegation:
+    """Delegate a task: the caller's right first, then the remote card fetched and verified
+    with the organisation's pinned keys, then the delegation recorded (the worker sends it)."""
+    org = door.remote_org_for_task(caller, task_id, org_name)
+    card = fetch_verified_card(http, agent_url, org.keys)
+    return door.delegate_remote(
+        caller,
+        task_id,
+        org_name,
+        agent_url=agent_url,
+        card_digest=card.digest,
+        card_kid=card.kid,
+        skill=skill,
+    )
 
 
 # The worker ---------------------------------------------------------------------------

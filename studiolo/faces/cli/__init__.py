@@ -61,6 +61,13 @@ COMMANDS: dict[str, Lazy] = {
     "policy": Lazy(_ADMIN, "Policies: the project's versioned handbook."),
     "checker": Lazy(_ADMIN, "Checkers and the verifiers admitted for them."),
     "a2a": Lazy("studiolo.faces.cli.a2a", "A2A: intake templates for work delegated by other agents."),
+    "remote-org": Lazy(
+        "studiolo.faces.cli.remote", "Remote organisations: the keys pinned for their agents."
+    ),
+    "delegate": Lazy(
+        "studiolo.faces.cli.remote",
+        "Delegate tasks to remote A2A agents; the review queue of indeterminate outcomes.",
+    ),
     "mcp": Lazy(
         "studiolo.faces.cli.mcp", "Serve MCP on stdio (Claude Code, Codex, Cursor) as your token's principal."
     ),

@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from studiolo._exceptions import InvalidRequest
+from studiolo.client import Client
 from studiolo.core.model import TaskStatus
 from studiolo.core.remote import RemoteDelegation, RemoteState
 from studiolo.faces.a2a.requester import Requester, fetch_verified_card
+from studiolo.faces.cli import build_app
+from studiolo.faces.http.server import ServerThread
 from studiolo.keys import ServiceKey
 from studiolo.settings import Settings
+from tests.faces.a2a.conftest import Live, work_task
 from tests.faces.a2a.remote_agent import RemoteAgent, Scenario, remote_agent
 from tests.world import World, build_world
 
@@ -194,3 +200,50 @@ def test_the_local_task_reassigned_while_the_remote_works(side: Side, key: Servi
         out = side.wait(d.id, RemoteState.REFUSED)
     assert "attempt_superseded" in (out.reason or "") and _published(side, d) == {}
     assert side.task_status() is TaskStatus.CLAIMED
+
+
+def test_studiolo_delegates_to_another_studiolo_over_its_a2a_face(tmp_path: Path, live: Live) -> None:
+    """Two ledgers, two servers: A delegates through its HTTP API and CLI; B's agent and verifier
+    do the work under B's contract; A verifies B's signed manifest, fetches the large file from
+    B's URL part (with A's credential for B) and completes under A's contract."""
+    b = live.world.coord
+    b_key = b.signing_key()
+    a = build_world(tmp_path / "a", time.time)
+    settings = replace(
+        settings_for(a.coord.store.url), a2a_credentials={"partner": live.requester_token}, public_url=""
+    )
+    big = b"0123456789abcdef" * (32 * 1024)  # 512 KiB: above B's inline limit, a URL part
+    with ServerThread(a.coord, settings) as server:
+        token = a.coord.rotate_token(a.admin, a.admin.id).token
+        with Client(server.url, token, project=a.project_id) as client:
+            client.add_remote_org("partner", {b_key.kid: b_key.public})
+            task = client.create_task(
+                "fix the answer", criteria={"done": "a2a-partner@1"}, scope=["remote/**"]
+            )
+            d = client.delegate(task.id, "partner", live.url)
+            assert d.state == "delegated" and d.pinned == {b_key.kid: b_key.public}
+            working = _wait_http(client, d.id, "remote-working")
+            requester = b.authenticate(live.requester_token)
+            b_task = b.delegated(requester, str(working.remote_task_id)).view
+            assert b_task is not None and b_task.task.title == "fix the answer"
+            work_task(live, b_task.task.id, files={"src/answer.txt": big})
+            done = _wait_http(client, d.id, "finalized")
+            shown = CliRunner().invoke(
+                build_app(), ["--url", server.url, "--token", token, "delegate", "show", d.id, "--json"]
+            )
+    assert shown.exit_code == 0, shown.output
+    assert '"state": "finalized"' in shown.output
+    assert done.completion_id and a.coord.task_view(a.admin, task.id).task.status is TaskStatus.COMPLETED
+    published = {
+        art.path.rsplit("/", 1)[-1]: a.coord.read_artifact(a.admin, a.project_id, art.path).data
+        for art in a.coord.list_artifacts(a.admin, a.project_id, f"remote/partner/{d.id}/")
+    }
+    assert published["answer.txt"] == big and "completion-receipt" in published
+
+
+def _wait_http(client: Client, dlg_id: str, state: str, timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while (d := client.delegation(dlg_id)).state != state:
+        assert time.monotonic() < deadline, f"still {d.state} ({d.reason}), waited for {state}"
+        time.sleep(0.05)
+    return d

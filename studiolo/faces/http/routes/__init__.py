@@ -4,7 +4,7 @@ from studiolo.api import requests
 
 requests.build_all()  # before any route declares a body (see `build_all`)
 
-from studiolo.faces.http.routes import admin, completion, content, events, evidence, ops, work  # noqa: E402
+from studiolo.faces.http.routes import admin, completion, content, events, evidence, ops, remote, work  # noqa: E402
 
 __all__ = ["ROUTERS"]
 
@@ -16,4 +16,5 @@ ROUTERS = (
     evidence.router,
     completion.router,
     events.router,
+    remote.router,
 )

@@ -1,0 +1,72 @@
+"""Delegating to remote A2A agents (docs/a2a.md, "Delegating to a remote agent"): trust
+anchors, delegations, and the operator review queue."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import httpx
+from fastapi import APIRouter, Query, Request
+
+from studiolo.api import responses as s
+from studiolo.api.requests import DelegateIn, RemoteOrgIn, ReviewIn
+from studiolo.faces.a2a.requester import delegate
+from studiolo.faces.http.deps import Caller, Door
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["delegation"])
+
+
+@router.post(
+    "/projects/{project_id}/remote-orgs", status_code=201, summary="Pin a remote organisation's keys"
+)
+def add_remote_org(project_id: str, body: RemoteOrgIn, caller: Caller, door: Door) -> s.RemoteOrgOut:
+    org = door.add_remote_org(caller, project_id, body.name, body.keys, body.target)
+    return s.RemoteOrgOut.model_validate(org)
+
+
+@router.get("/projects/{project_id}/remote-orgs", summary="Remote organisations and their pinned keys")
+def remote_orgs(project_id: str, caller: Caller, door: Door) -> list[s.RemoteOrgOut]:
+    return [s.RemoteOrgOut.model_validate(o) for o in door.remote_orgs(caller, project_id)]
+
+
+@router.post("/tasks/{task_id}/delegations", status_code=201, summary="Delegate a task to a remote A2A agent")
+def delegate_task(
+    task_id: str, body: DelegateIn, caller: Caller, door: Door, request: Request
+) -> s.DelegationOut:
+    settings = request.app.state.settings
+    with httpx.Client(timeout=settings.a2a_request_timeout, follow_redirects=False) as http:
+        d = delegate(door, caller, task_id, body.org, body.agent_url, skill=body.skill, http=http)
+    requester = getattr(request.app.state, "requester", None)
+    if requester is not None:
+        requester.kick()
+    return s.DelegationOut.model_validate(d)
+
+
+@router.get("/delegations/{delegation_id}", summary="A delegation and where its wait stands")
+def show_delegation(delegation_id: str, caller: Caller, door: Door) -> s.DelegationOut:
+    return s.DelegationOut.model_validate(door.remote_delegation(caller, delegation_id))
+
+
+@router.get("/projects/{project_id}/delegations", summary="The project's delegations to remote agents")
+def delegations(
+    project_id: str,
+    caller: Caller,
+    door: Door,
+    state: Annotated[str | None, Query(max_length=40)] = None,
+) -> list[s.DelegationOut]:
+    return [s.DelegationOut.model_validate(d) for d in door.remote_delegations(caller, project_id, state)]
+
+
+@router.get(
+    "/projects/{project_id}/delegations/review", summary="Indeterminate delegations awaiting an operator"
+)
+def review_queue(project_id: str, caller: Caller, door: Door) -> list[s.DelegationOut]:
+    return [s.DelegationOut.model_validate(d) for d in door.remote_review_queue(caller, project_id)]
+
+
+@router.post("/delegations/{delegation_id}/review", summary="An operator finalizes or rejects (audited)")
+def review(delegation_id: str, body: ReviewIn, caller: Caller, door: Door) -> s.DelegationOut:
+    d = door.review_remote(caller, delegation_id, body.decision, body.note)
+    return s.DelegationOut.model_validate(d)
