@@ -1,8 +1,18 @@
-"""Canonical JSON (RFC 8785) and the SHA-256 digests built on it."""
+"""Canonical JSON (RFC 8785) and the SHA-256 digests built on it.
+
+`canonical_json` takes a fast path through the stdlib encoder (`json.dumps` with sorted keys
+and compact separators) when the two are known to agree byte for byte: a value made only of
+dicts with ASCII string keys, lists and tuples, ASCII strings, ints within ±(2^53 - 1),
+booleans and null. RFC 8785 then sorts keys by UTF-16 code units, which for ASCII is the
+order `sort_keys` gives, and escapes exactly what the stdlib escapes. Anything else (a
+float, a non-ASCII string, a big int, a subclass such as an enum member) goes through
+`rfc8785`. tests/core/test_canonical.py checks the agreement with Hypothesis.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import rfc8785
@@ -10,11 +20,39 @@ import rfc8785
 __all__ = ["canonical_json", "digest_bytes", "digest_json", "is_digest"]
 
 _HEX = frozenset("0123456789abcdef")
+_INT_MAX = 2**53 - 1  # RFC 8785 numbers are IEEE doubles: larger ints are refused
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")).encode
 
 
 def canonical_json(value: Any) -> bytes:
     """RFC 8785 bytes of a JSON value (dicts, lists, str, int, bool, None)."""
+    if _plain(value):
+        return _encode(value).encode("ascii")
     return rfc8785.dumps(value)
+
+
+def _plain(value: Any) -> bool:
+    """True when the stdlib encoder writes exactly the RFC 8785 bytes of `value`."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        kind = type(v)
+        if kind is str:
+            if not v.isascii():
+                return False
+        elif kind is dict:
+            for k, item in v.items():
+                if type(k) is not str or not k.isascii():
+                    return False
+                stack.append(item)
+        elif kind is list or kind is tuple:
+            stack.extend(v)
+        elif kind is int:
+            if not -_INT_MAX <= v <= _INT_MAX:
+                return False
+        elif v is not None and kind is not bool:
+            return False
+    return True
 
 
 def digest_bytes(data: bytes) -> str:

@@ -12,10 +12,22 @@ later `pass` for the same checker version never erases it, cited or not.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
+from studiolo.core.canonical import digest_json
 from studiolo.core.model import Candidate, Checker, Receipt, ReceiptResult, Task
 
-__all__ = ["decisions", "is_bound", "is_trusted", "verified"]
+__all__ = ["decisions", "is_bound", "is_trusted", "link_id", "receipt_id_of", "verified"]
+
+
+def receipt_id_of(body: Mapping[str, Any], signature: str) -> str:
+    """A receipt's id is the digest of its signed body and signature: one observation, one id."""
+    return "rcp_" + digest_json({"body": dict(body), "signature": signature})[7:39]
+
+
+def link_id(source_id: str, candidate_id: str) -> str:
+    """The id of the reuse link of receipt `source_id` to another candidate."""
+    return "rcp_" + digest_json({"reuse": source_id, "candidate": candidate_id})[7:39]
 
 
 def is_trusted(r: Receipt, task: Task, checkers: Mapping[str, Checker], bad: frozenset[str]) -> bool:

@@ -11,18 +11,17 @@ from studiolo._exceptions import CompletionRejected, Conflict, InvalidRequest
 from studiolo.core.model import (
     Action,
     Attempt,
-    AttemptStatus,
     Candidate,
     Completion,
     Grant,
     Principal,
     Task,
-    TaskStatus,
 )
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
 from studiolo.service._base import Base, check_id
 from studiolo.service._trust import receipt_facts
 from studiolo.store import Tx
+from studiolo.store.work import Subjects
 
 __all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
 
@@ -81,20 +80,18 @@ class CompletionOps(Base):
         return outcome
 
     def _complete(self, tx: Tx, caller: Principal, q: CompletionRequest) -> CompletionOutcome | _Rejected:
-        task = tx.work.task(q.task_id)
-        grants = tuple(self.grants(tx, caller, task.project_id)) if task else ()
+        found = tx.work.subjects(q.task_id, q.attempt_id, q.candidate_id, q.request_id)
+        grants = tuple(self.grants(tx, caller, found.task.project_id)) if found else ()
         readable = caller.is_service_admin or any(g.allows(Action.READ) for g in grants)
-        visible = task if task and readable else None
-        if visible is not None:
-            prior = tx.work.completion_by_request(visible.project_id, q.request_id)
-            if prior is not None:
-                return self._replay(caller, q, prior)
+        visible = found if found and readable else None
+        if visible is not None and visible.prior is not None:
+            return self._replay(caller, q, visible.prior)
         facts = self._facts(tx, caller, q, visible, grants)
         verdict = evaluate(q, facts, self.disabled_checks)
         if not verdict.accepted:
             self.audit(
                 tx,
-                visible.project_id if visible else None,
+                visible.task.project_id if visible else None,
                 "completion.rejected",
                 caller,
                 q.task_id,
@@ -106,7 +103,7 @@ class CompletionOps(Base):
             return _Rejected(verdict)
         assert visible is not None and facts.attempt is not None and facts.candidate is not None
         return CompletionOutcome(
-            self._publish(tx, caller, q, visible, facts.attempt, facts.candidate), replay=False
+            self._publish(tx, caller, q, visible.task, facts.attempt, facts.candidate), replay=False
         )
 
     @staticmethod
@@ -120,34 +117,33 @@ class CompletionOps(Base):
         return CompletionOutcome(prior, replay=True)
 
     def _facts(
-        self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task | None, grants: tuple[Grant, ...]
+        self,
+        tx: Tx,
+        caller: Principal,
+        q: CompletionRequest,
+        found: Subjects | None,
+        grants: tuple[Grant, ...],
     ) -> CompletionFacts:
-        if task is None:
+        if found is None:
             return CompletionFacts(
                 caller, None, None, None, (), {}, {}, {}, {}, frozenset(), tx.now, tx.incarnation
             )
-        attempt = tx.work.attempt(q.attempt_id)
-        if attempt is not None and attempt.task_id != task.id:
-            attempt = None
-        found = tx.content.candidate(q.candidate_id)
-        cand = found[1] if found and found[0] == task.project_id else None
+        task, cand = found.task, found.candidate
         paths = set(cand.file_deps) | set(cand.bases) if cand else set()
         prefixes = set(cand.collection_deps) if cand else set()
-        receipts = {
-            rid: r for rid, r in tx.evidence.receipts(q.evidence).items() if r.project_id == task.project_id
-        }
         # A candidate of another attempt is `candidate_not_bound`; never gather its receipts.
         bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
-        trust = receipt_facts(tx, task, bound, receipts.values())
+        trust = receipt_facts(tx, task, bound, q.evidence)
+        files, dirs = tx.content.declared_revisions(task.project_id, paths, prefixes)
         return CompletionFacts(
             caller=caller,
             task=task,
-            attempt=attempt,
+            attempt=found.attempt,
             candidate=cand,
             grants=grants,
-            artifact_revisions=tx.content.revisions(task.project_id, paths),
-            collection_revisions=tx.content.collection_revisions(task.project_id, prefixes),
-            receipts=receipts,
+            artifact_revisions=files,
+            collection_revisions=dirs,
+            receipts=trust.cited,
             checkers=trust.checkers,
             bad_signatures=trust.bad,
             now=tx.now,
@@ -159,10 +155,7 @@ class CompletionOps(Base):
         self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task, attempt: Attempt, cand: Candidate
     ) -> Completion:
         completion_id = self.ids.new("cmp")
-        revisions = {
-            path: tx.content.write_artifact(task.project_id, path, digest, tx.now, caller.id, completion_id)
-            for path, digest in sorted(cand.files.items())
-        }
+        revisions = tx.content.publish(task.project_id, cand.files, tx.now, caller.id, completion_id)
         commit_version = tx.audit.last()[0] + 1
         body: dict[str, Any] = {
             "type": "studiolo.completion/v1",
@@ -197,9 +190,7 @@ class CompletionOps(Base):
             tx.now,
             revisions,
         )
-        tx.work.add_completion(task.project_id, completion)
-        tx.work.update_attempt(attempt.id, status=AttemptStatus.COMPLETED)
-        tx.work.update_task(task.id, status=TaskStatus.COMPLETED, completed_at=tx.now)
+        tx.work.finish(task.project_id, completion)
         seq = self.audit(
             tx,
             task.project_id,

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
-from studiolo.core.canonical import digest_json, is_digest
+from studiolo.core.canonical import is_digest
 from studiolo.core.model import (
     Action,
     Candidate,
@@ -24,7 +24,8 @@ from studiolo.core.model import (
     Task,
     TaskStatus,
 )
-from studiolo.keys import verify
+from studiolo.core.trust import link_id, receipt_id_of
+from studiolo.keys import key_id, verify
 from studiolo.service._base import Base, check_id
 from studiolo.service.verification import (
     CandidateTree,
@@ -88,9 +89,8 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
         raise InvalidRequest(
             "a receipt needs an Ed25519 signature: 86 base64url characters", reason="signature_invalid"
         )
-    rid = "rcp_" + digest_json({"body": dict(body), "signature": signature})[7:39]
     return Receipt(
-        id=rid,
+        id=receipt_id_of(body, signature),
         project_id=project_id,
         task_id=body["task_id"],
         attempt_id=body["attempt_id"],
@@ -117,12 +117,12 @@ class EvidenceOps(Base):
         def run(tx: Tx) -> Receipt:
             cand, task = self._candidate_for(tx, caller, candidate_id)
             receipt = parse_receipt_body(body, signature, task.project_id, cand.id)
-            self._admit(tx, caller, task, receipt)
+            kid = self._admit(tx, caller, task, receipt)
             self._check_binding(cand, task, receipt)
             if receipt.log_digest is not None and not tx.content.has_blob(receipt.log_digest):
                 raise InvalidRequest("upload the log before the receipt", reason="blob_missing")
             if tx.evidence.receipt(receipt.id) is None:
-                tx.evidence.add_receipt(receipt, tx.now)
+                tx.evidence.add_receipt(receipt, tx.now, kid)
                 self.audit(
                     tx,
                     task.project_id,
@@ -141,7 +141,8 @@ class EvidenceOps(Base):
 
         return self.store.write(run)
 
-    def _admit(self, tx: Tx, caller: Principal, task: Task, r: Receipt) -> None:
+    def _admit(self, tx: Tx, caller: Principal, task: Task, r: Receipt) -> str:
+        """Check the caller may post `r`, and its signature; the kid of the key that verified it."""
         if caller.kind is not PrincipalKind.VERIFIER or r.issuer_id != caller.id:
             raise NotAuthorized(
                 "only the issuing verifier posts its receipts", reason="verifier_not_admitted"
@@ -157,6 +158,7 @@ class EvidenceOps(Base):
             )
         if not caller.public_key or not verify(caller.public_key, r.signed_body(), r.signature):
             raise InvalidRequest("the receipt signature does not verify", reason="signature_invalid")
+        return key_id(caller.public_key)
 
     @staticmethod
     def _check_binding(cand: Candidate, task: Task, r: Receipt) -> None:
@@ -195,10 +197,10 @@ class EvidenceOps(Base):
                 raise NotAuthorized("only the owner of the candidate's attempt links evidence to it")
             if not task.contract.allow_evidence_reuse:
                 raise NotAuthorized("this task's contract does not allow evidence reuse")
-            source = self._reusable(tx, task, cand, receipt_id)
-            link = replace(source, id=_link_id(source.id, cand.id), candidate_id=cand.id, reused=True)
+            source, kid = self._reusable(tx, task, cand, receipt_id)
+            link = replace(source, id=link_id(source.id, cand.id), candidate_id=cand.id, reused=True)
             if tx.evidence.receipt(link.id) is None:
-                tx.evidence.add_receipt(link, tx.now, reused_from=source.id)
+                tx.evidence.add_receipt(link, tx.now, kid, reused_from=source.id)
                 self.audit(
                     tx,
                     task.project_id,
@@ -222,7 +224,8 @@ class EvidenceOps(Base):
         attempt = tx.work.attempt(cand.attempt_id)
         return attempt is not None and attempt.principal_id == caller.id
 
-    def _reusable(self, tx: Tx, task: Task, cand: Candidate, receipt_id: str) -> Receipt:
+    def _reusable(self, tx: Tx, task: Task, cand: Candidate, receipt_id: str) -> tuple[Receipt, str]:
+        """The receipt to link, and the kid of the issuer key that verified it just now."""
         source = tx.evidence.receipt(check_id(receipt_id, "receipt id"))
         if source is None or source.project_id != task.project_id:
             raise NotFound(f"receipt {receipt_id} not found")
@@ -242,7 +245,7 @@ class EvidenceOps(Base):
             raise NotAuthorized("the receipt's issuer is no longer admitted", reason="verifier_not_admitted")
         if not issuer.public_key or not verify(issuer.public_key, source.signed_body(), source.signature):
             raise InvalidRequest("the receipt signature does not verify", reason="signature_invalid")
-        return source
+        return source, key_id(issuer.public_key)
 
     # reads -------------------------------------------------------------------
     def receipts(self, caller: Principal, candidate_id: str) -> list[Receipt]:
@@ -314,7 +317,3 @@ class EvidenceOps(Base):
         if found is None or task is None or not self.may_read_task(tx, caller, task):
             raise NotFound(f"candidate {candidate_id} not found")
         return found[1], task
-
-
-def _link_id(source_id: str, candidate_id: str) -> str:
-    return "rcp_" + digest_json({"reuse": source_id, "candidate": candidate_id})[7:39]

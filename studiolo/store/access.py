@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Row, Text, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Integer, Text, bindparam, func, insert, select, update
 
 from studiolo.core.model import Action, Checker, Grant, Policy, Principal, PrincipalKind, Project
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
+from studiolo.store._raw import Raw, columns
 
 __all__ = ["AccessRepo"]
 
@@ -20,7 +21,6 @@ _GRANTS_OF = (
     .where(s.grants.c.principal_id == bindparam("who"), s.grants.c.project_id == bindparam("p"))
     .order_by(s.grants.c.created_at)
 )
-_LIVE_GRANTS_OF = _GRANTS_OF.where(s.grants.c.revoked_at.is_(None))
 _AUTH_GENERATION = select(s.meta.c.key, s.meta.c.value).where(
     s.meta.c.key.in_(("incarnation", "auth_generation"))
 )
@@ -29,16 +29,20 @@ _BUMP_GENERATION = (
     .where(s.meta.c.key == "auth_generation")
     .values(value=func.cast(func.cast(s.meta.c.value, Integer) + 1, Text))
 )
+# Prepared SQL (see `_raw`) for the statements every completion runs.
+_LIVE_GRANTS_OF = (
+    f"SELECT {columns(s.grants, 'g')} FROM grants g"
+    " WHERE g.principal_id = :who AND g.project_id = :p AND g.revoked_at IS NULL ORDER BY g.created_at"
+)
 _CHECKERS = (
-    select(s.checkers)
-    .where(s.checkers.c.project_id == bindparam("p"))
-    .order_by(s.checkers.c.name, s.checkers.c.version)
+    f"SELECT {columns(s.checkers, 'c')} FROM checkers c WHERE c.project_id = :p ORDER BY c.name, c.version"
 )
 
 
 class AccessRepo:
     def __init__(self, conn: Connection) -> None:
         self._c = conn
+        self._raw = Raw(conn)
 
     # projects
     def add_project(self, project: Project) -> None:
@@ -139,8 +143,9 @@ class AccessRepo:
         return _grant(row) if row else None
 
     def grants_of(self, principal_id: str, project_id: str, live_only: bool = True) -> list[Grant]:
-        q = _LIVE_GRANTS_OF if live_only else _GRANTS_OF
-        return [_grant(r) for r in self._c.execute(q, {"who": principal_id, "p": project_id})]
+        params = {"who": principal_id, "p": project_id}
+        rows = self._raw.all(_LIVE_GRANTS_OF, params) if live_only else self._c.execute(_GRANTS_OF, params)
+        return [_grant(r) for r in rows]
 
     def grants(self, project_id: str) -> list[Grant]:
         q = select(s.grants).where(s.grants.c.project_id == project_id)
@@ -198,8 +203,7 @@ class AccessRepo:
         return _checker(row) if row else None
 
     def checkers(self, project_id: str, refs: Iterable[str] | None = None) -> list[Checker]:
-        rows = self._c.execute(_CHECKERS, {"p": project_id})
-        found = [_checker(r) for r in rows]
+        found = [_checker(r) for r in self._raw.all(_CHECKERS, {"p": project_id})]
         if refs is None:
             return found
         wanted = set(refs)
@@ -214,32 +218,35 @@ def _checker_key(project_id: str, name: str, version: str) -> tuple[Any, ...]:
     )
 
 
-def _principal(row: Row[Any]) -> Principal:
+def _principal(row: Any) -> Principal:
     return Principal(row.id, row.project_id, row.name, PrincipalKind(row.kind), row.public_key)
 
 
-def _grant(row: Row[Any]) -> Grant:
+def _grant(row: Sequence[Any]) -> Grant:
+    """A grant from its columns in table order (a SQLAlchemy row or a driver tuple)."""
+    gid, project_id, principal_id, actions, scope, created_at, revoked_at = row
     return Grant(
-        id=row.id,
-        project_id=row.project_id,
-        principal_id=row.principal_id,
-        actions=frozenset(Action(a) for a in loads(row.actions)),
-        scope=tuple(loads(row.scope)),
-        created_at=row.created_at,
-        revoked_at=row.revoked_at,
+        id=gid,
+        project_id=project_id,
+        principal_id=principal_id,
+        actions=frozenset(Action(a) for a in loads(actions)),
+        scope=tuple(loads(scope)),
+        created_at=created_at,
+        revoked_at=revoked_at,
     )
 
 
-def _policy(row: Row[Any]) -> Policy:
+def _policy(row: Any) -> Policy:
     return Policy(row.project_id, row.version, row.text, row.digest, row.created_at)
 
 
-def _checker(row: Row[Any]) -> Checker:
+def _checker(row: Sequence[Any]) -> Checker:
+    project_id, name, version, kind, config, verifiers, _created_at = row
     return Checker(
-        project_id=row.project_id,
-        name=row.name,
-        version=row.version,
-        kind=row.kind,
-        config=loads(row.config),
-        verifiers=frozenset(loads(row.verifiers)),
+        project_id=project_id,
+        name=name,
+        version=version,
+        kind=kind,
+        config=loads(config),
+        verifiers=frozenset(loads(verifiers)),
     )

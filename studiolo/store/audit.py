@@ -5,20 +5,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, insert, select, update
+from sqlalchemy import Connection, Row, select
 
 from studiolo.core.canonical import digest_json
 from studiolo.core.model import Event
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
+from studiolo.store._raw import Raw, in_list, in_params
 
 __all__ = ["GENESIS", "AuditRepo", "MetaRepo", "event_hash"]
 
-_INSERT_EVENT = insert(s.events)
-_LAST = select(s.events.c.seq, s.events.c.hash).order_by(s.events.c.seq.desc()).limit(1)
-_META_GET_MANY = select(s.meta.c.key, s.meta.c.value).where(s.meta.c.key.in_(bindparam("ks", expanding=True)))
-_META_GET = select(s.meta.c.value).where(s.meta.c.key == bindparam("k"))
-_META_SET = update(s.meta).where(s.meta.c.key == bindparam("k")).values(value=bindparam("v"))
+# Prepared SQL (see `_raw`): every write runs these.
+_INSERT_EVENT = (
+    "INSERT INTO events (seq, project_id, kind, actor, subject, data, at, prev_hash, hash)"
+    " VALUES (:seq, :project_id, :kind, :actor, :subject, :data, :at, :prev_hash, :hash)"
+)
+_LAST = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+_META_GET_MANY = 'SELECT "key", value FROM meta WHERE "key" IN '
+_META_SET = 'UPDATE meta SET value = :v WHERE "key" = :k'
+_META_ADD = 'INSERT INTO meta ("key", value) VALUES (:k, :v)'
 GENESIS = "sha256:" + "0" * 64
 
 
@@ -41,6 +46,7 @@ def event_body(e: Event) -> dict[str, Any]:
 class AuditRepo:
     def __init__(self, conn: Connection) -> None:
         self._c = conn
+        self._raw = Raw(conn)
         self._head: tuple[int, str] | None = None  # this transaction's view of the chain head
 
     def last(self) -> tuple[int, str]:
@@ -49,8 +55,8 @@ class AuditRepo:
         return self._head
 
     def _read_head(self) -> tuple[int, str]:
-        row = self._c.execute(_LAST).first()
-        return (int(row.seq), row.hash) if row else (0, GENESIS)
+        row = self._raw.one(_LAST, {})
+        return (int(row[0]), str(row[1])) if row else (0, GENESIS)
 
     def append(
         self,
@@ -64,7 +70,7 @@ class AuditRepo:
         seq, prev = self.last()
         draft = Event(seq + 1, project_id, kind, actor, subject, data, at, prev, "")
         digest = event_hash(prev, event_body(draft))
-        self._c.execute(
+        self._raw.run(
             _INSERT_EVENT,
             {
                 "seq": draft.seq,
@@ -131,20 +137,29 @@ class AuditRepo:
 
 
 class MetaRepo:
+    """The `meta` table, as this transaction sees it: a key read (or written) once is
+    remembered for the rest of the transaction, so `get_many` can prefetch what it will need."""
+
     def __init__(self, conn: Connection) -> None:
         self._c = conn
+        self._raw = Raw(conn)
+        self._seen: dict[str, str | None] = {}
 
     def get(self, key: str) -> str | None:
-        row = self._c.execute(_META_GET, {"k": key}).first()
-        return str(row.value) if row else None
+        if key not in self._seen:
+            self.get_many((key,))
+        return self._seen[key]
 
     def get_many(self, keys: tuple[str, ...]) -> dict[str, str]:
-        return {r.key: str(r.value) for r in self._c.execute(_META_GET_MANY, {"ks": list(keys)})}
+        rows = self._raw.all(_META_GET_MANY + in_list("k", len(keys)), in_params("k", keys))
+        found = {str(k): str(v) for k, v in rows}
+        self._seen.update({k: found.get(k) for k in keys})
+        return found
 
     def set(self, key: str, value: str) -> None:
-        done = self._c.execute(_META_SET, {"k": key, "v": value})
-        if done.rowcount == 0:
-            self._c.execute(insert(s.meta).values(key=key, value=value))
+        if self._raw.run(_META_SET, {"k": key, "v": value}) == 0:
+            self._raw.run(_META_ADD, {"k": key, "v": value})
+        self._seen[key] = value
 
 
 def _event(row: Row[Any]) -> Event:

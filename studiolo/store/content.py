@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, delete, exists, insert, select, update
@@ -11,8 +13,9 @@ from studiolo.core.model import Artifact, Candidate, Observation
 from studiolo.core.paths import ancestors
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
+from studiolo.store._raw import Raw, in_list, in_params
 
-__all__ = ["ContentRepo"]
+__all__ = ["ContentRepo", "candidate_of"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 _ART_KEY = (s.artifacts.c.project_id == bindparam("p"), s.artifacts.c.path == bindparam("pth"))
@@ -42,10 +45,54 @@ _BLOB_REFS = select(s.blob_refs.c.digest).where(
 )
 _CANDIDATE = select(s.candidates).where(s.candidates.c.id == bindparam("id"))
 
+# The completion's statements (prepared SQL, see `_raw`): each handles every path at once.
+_DECLARED_FILES = "SELECT 0, path, revision FROM artifacts WHERE project_id = :p AND path IN "
+_DECLARED_DIRS = "SELECT 1, prefix, revision FROM collections WHERE project_id = :p AND prefix IN "
+_CHUNK = 400  # rows per multi-row statement: well inside both back-ends' parameter limits
+
+
+def _values(n: int, names: tuple[str, ...], literal: str = "") -> str:
+    rows = (", ".join([*(f":{c}_{i}" for c in names), *([literal] if literal else [])]) for i in range(n))
+    return ", ".join(f"(:p, {row})" for row in rows)
+
+
+@functools.lru_cache(maxsize=64)
+def _upsert_artifacts(n: int) -> str:
+    return (
+        "INSERT INTO artifacts (project_id, path, digest, updated_at, revision) VALUES "
+        + _values(n, ("path", "d", "at"), "1")
+        + " ON CONFLICT (project_id, path) DO UPDATE SET revision = artifacts.revision + 1,"
+        " digest = excluded.digest, updated_at = excluded.updated_at RETURNING path, revision"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_revisions(n: int) -> str:
+    return (
+        "INSERT INTO artifact_revisions (project_id, path, revision, digest, changed_at, actor, cause)"
+        " VALUES " + _values(n, ("path", "rev", "d", "at", "actor", "cause"))
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _bump_collections(n: int) -> str:
+    return (
+        "INSERT INTO collections (project_id, prefix, revision) VALUES "
+        + _values(n, ("pfx", "k"))
+        + " ON CONFLICT (project_id, prefix)"
+        " DO UPDATE SET revision = collections.revision + excluded.revision"
+    )
+
+
+def _rows(n: int, **columns: list[Any]) -> dict[str, Any]:
+    """Parameters `:col_i` of an n-row VALUES list."""
+    return {f"{c}_{i}": values[i] for c, values in columns.items() for i in range(n)}
+
 
 class ContentRepo:
     def __init__(self, conn: Connection) -> None:
         self._c = conn
+        self._raw = Raw(conn)
 
     # blobs
     def put_blob(self, digest: str, data: bytes, at: float) -> bool:
@@ -199,6 +246,65 @@ class ContentRepo:
             self._bump_collection(project_id, prefix)
         return revision
 
+    def publish(
+        self, project_id: str, files: Mapping[str, str | None], at: float, actor: str, cause: str
+    ) -> dict[str, int]:
+        """Move the pointers of several paths at once, as `write_artifact` does one by one:
+        three statements per chunk of paths (pointers, history, collection counters)."""
+        paths = sorted(files)
+        revisions: dict[str, int] = {}
+        for i in range(0, len(paths), _CHUNK):
+            revisions.update(self._publish_chunk(project_id, paths[i : i + _CHUNK], files, at, actor, cause))
+        bumps = Counter(prefix for path in paths for prefix in ancestors(path))
+        prefixes = sorted(bumps)
+        for i in range(0, len(prefixes), _CHUNK):
+            part = prefixes[i : i + _CHUNK]
+            params = {"p": project_id} | _rows(len(part), pfx=part, k=[bumps[x] for x in part])
+            self._raw.run(_bump_collections(len(part)), params)
+        return {p: revisions[p] for p in paths}
+
+    def _publish_chunk(
+        self,
+        project_id: str,
+        paths: list[str],
+        files: Mapping[str, str | None],
+        at: float,
+        actor: str,
+        cause: str,
+    ) -> dict[str, int]:
+        n = len(paths)
+        digests = [files[p] for p in paths]
+        moved = self._raw.all(
+            _upsert_artifacts(n), {"p": project_id} | _rows(n, path=paths, d=digests, at=[at] * n)
+        )
+        revisions = {str(path): int(rev) for path, rev in moved}
+        history = _rows(
+            n,
+            path=paths,
+            rev=[revisions[p] for p in paths],
+            d=digests,
+            at=[at] * n,
+            actor=[actor] * n,
+            cause=[cause] * n,
+        )
+        self._raw.run(_insert_revisions(n), {"p": project_id} | history)
+        return revisions
+
+    def declared_revisions(
+        self, project_id: str, paths: Iterable[str], prefixes: Iterable[str]
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """`revisions` and `collection_revisions` in one statement."""
+        files, dirs = sorted(set(paths)), sorted(set(prefixes))
+        out: tuple[dict[str, int], dict[str, int]] = (dict.fromkeys(files, 0), dict.fromkeys(dirs, 0))
+        parts = [_DECLARED_FILES + in_list("f", len(files))] if files else []
+        parts += [_DECLARED_DIRS + in_list("d", len(dirs))] if dirs else []
+        if not parts:
+            return out
+        params = {"p": project_id} | in_params("f", files) | in_params("d", dirs)
+        for kind, key, revision in self._raw.all(" UNION ALL ".join(parts), params):
+            out[int(kind)][str(key)] = int(revision)
+        return out
+
     def _bump_collection(self, project_id: str, prefix: str) -> None:
         result = self._c.execute(_BUMP_COLLECTION, {"p": project_id, "pfx": prefix})
         if result.rowcount == 0:
@@ -230,7 +336,7 @@ class ContentRepo:
     def candidate(self, candidate_id: str) -> tuple[str, Candidate] | None:
         """(project id, candidate) for an id, or None."""
         row = self._c.execute(_CANDIDATE, {"id": candidate_id}).first()
-        return (row.project_id, _candidate(row)) if row else None
+        return (row.project_id, candidate_of(row)) if row else None
 
     def candidates_of_attempt(self, attempt_id: str) -> list[Candidate]:
         rows = self._c.execute(
@@ -238,7 +344,7 @@ class ContentRepo:
             .where(s.candidates.c.attempt_id == attempt_id)
             .order_by(s.candidates.c.created_at, s.candidates.c.id)
         )
-        return [_candidate(r) for r in rows]
+        return [candidate_of(r) for r in rows]
 
     def candidates_of_task(self, task_id: str) -> list[Candidate]:
         rows = self._c.execute(
@@ -246,7 +352,7 @@ class ContentRepo:
             .where(s.candidates.c.task_id == task_id)
             .order_by(s.candidates.c.created_at, s.candidates.c.id)
         )
-        return [_candidate(r) for r in rows]
+        return [candidate_of(r) for r in rows]
 
     # observations
     def add_observation(self, o: Observation) -> None:
@@ -273,17 +379,19 @@ def _artifact(row: Row[Any]) -> Artifact:
     return Artifact(row.project_id, row.path, int(row.revision), row.digest, row.updated_at)
 
 
-def _candidate(row: Row[Any]) -> Candidate:
-    m = loads(row.manifest)
+def candidate_of(row: Sequence[Any]) -> Candidate:
+    """A candidate from its columns in table order (a SQLAlchemy row or a driver tuple)."""
+    cid, _project, task_id, attempt_id, manifest, digest, dependency_digest, created_at = row
+    m = loads(manifest)
     return Candidate(
-        id=row.id,
-        task_id=row.task_id,
-        attempt_id=row.attempt_id,
+        id=cid,
+        task_id=task_id,
+        attempt_id=attempt_id,
         files=m["files"],
         bases=m["bases"],
         file_deps=m["file_deps"],
         collection_deps=m["collection_deps"],
-        digest=row.digest,
-        dependency_digest=row.dependency_digest,
-        created_at=row.created_at,
+        digest=digest,
+        dependency_digest=dependency_digest,
+        created_at=created_at,
     )

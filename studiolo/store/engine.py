@@ -78,6 +78,8 @@ SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
        (SELECT value FROM bumped) AS last,
        (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation
 """
+_READ_META = ("clock_last", "incarnation")
+_WRITE_META = (*_READ_META, "service_key")
 _PG_NOW = "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
 _PG_CLOCK_READ = """
 SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
@@ -334,11 +336,11 @@ class Store:
                 raise
 
     def _open(self, conn: Connection, *, write: bool) -> Tx:
-        meta = MetaRepo(conn)
-
         def authority() -> tuple[float, str]:
+            meta = tx.meta
             if self.clock_source == "service":
-                found = meta.get_many(("clock_last", "incarnation"))
+                # A writer will most likely sign: the service key comes with the clock.
+                found = meta.get_many(_WRITE_META if write else _READ_META)
                 return self._service_now(meta, found.get("clock_last"), write=write), found.get(
                     "incarnation", ""
                 )

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, insert, select
+from sqlalchemy import Connection, bindparam, insert, select
 
 from studiolo.core.model import Receipt, ReceiptResult
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
+from studiolo.store._raw import Raw, columns, in_list, in_params
 
-__all__ = ["EvidenceRepo"]
+__all__ = ["EvidenceRepo", "Gathered", "Pin"]
 
 _RECEIPTS = select(s.receipts).where(s.receipts.c.id.in_(bindparam("ids", expanding=True)))
 # Receipts about any candidate of one attempt with the same bytes and dependencies.
@@ -26,12 +28,46 @@ _FOR_BYTES = (
     .order_by(s.receipts.c.created_at, s.receipts.c.id)
 )
 
+# The completion's evidence read (prepared SQL, see `_raw`): the cited receipts of the project
+# and every receipt recorded for the candidate's bytes, each with its issuer's current key.
+_WIDTH = len(s.receipts.c)
+_GATHER_CITED = f"""
+SELECT 1, {columns(s.receipts, "r")}, k.public_key FROM receipts r
+  LEFT JOIN principals k ON k.id = r.issuer_id
+ WHERE r.project_id = :p AND r.id IN """
+_GATHER_RECORDED = f"""
+SELECT 0, {columns(s.receipts, "r")}, k.public_key FROM candidates c
+  JOIN receipts r ON r.candidate_id = c.id
+  LEFT JOIN principals k ON k.id = r.issuer_id
+ WHERE c.attempt_id = :a AND c.digest = :d AND c.dependency_digest = :dd"""
+# Result positions (1-based): the flag, then the receipt's columns, then the issuer's key.
+_COL = {name: 2 + i for i, name in enumerate(s.receipts.c.keys())}
+_GATHER_ORDER = f" ORDER BY 1 DESC, {_COL['created_at']}, {_COL['id']}"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """What the ledger recorded when it verified a receipt's signature, and the key now."""
+
+    kid: str | None  # the issuer's key id that verified it at ingest (None: recorded before pins)
+    reused_from: str | None  # for a reuse link: the original receipt's id
+    issuer_key: str | None  # the issuer's current public key (None: no key, or no issuer)
+
+
+@dataclass(frozen=True)
+class Gathered:
+    cited: dict[str, Receipt]  # cited receipts that exist in the project
+    recorded: tuple[Receipt, ...]  # every receipt recorded for the candidate's bytes
+    pins: dict[str, Pin]  # by receipt id, for all of the above
+
 
 class EvidenceRepo:
     def __init__(self, conn: Connection) -> None:
         self._c = conn
+        self._raw = Raw(conn)
 
-    def add_receipt(self, r: Receipt, at: float, reused_from: str | None = None) -> None:
+    def add_receipt(self, r: Receipt, at: float, issuer_kid: str, reused_from: str | None = None) -> None:
+        """Record a receipt whose signature the caller verified with the key `issuer_kid`."""
         self._c.execute(
             insert(s.receipts).values(
                 id=r.id,
@@ -42,8 +78,34 @@ class EvidenceRepo:
                 issuer_id=r.issuer_id,
                 reused_from=reused_from,
                 created_at=at,
+                issuer_kid=issuer_kid,
             )
         )
+
+    def gather(
+        self, project_id: str, cited: Iterable[str], bytes_of: tuple[str, str, str] | None
+    ) -> Gathered:
+        """The cited receipts of the project and, for `bytes_of` = (attempt id, candidate
+        digest, dependency digest), every receipt recorded for those bytes: one read."""
+        ids = sorted(set(cited))
+        parts = [_GATHER_CITED + in_list("r", len(ids))] if ids else []
+        parts += [_GATHER_RECORDED] if bytes_of is not None else []
+        if not parts:
+            return Gathered({}, (), {})
+        params: dict[str, Any] = {"p": project_id} | in_params("r", ids)
+        if bytes_of is not None:
+            params |= {"a": bytes_of[0], "d": bytes_of[1], "dd": bytes_of[2]}
+        found: dict[str, Receipt] = {}
+        recorded: list[Receipt] = []
+        pins: dict[str, Pin] = {}
+        for row in self._raw.all(" UNION ALL ".join(parts) + _GATHER_ORDER, params):
+            receipt = _receipt(row[1 : 1 + _WIDTH])
+            if row[0]:
+                found[receipt.id] = receipt
+            else:
+                recorded.append(receipt)
+            pins[receipt.id] = Pin(row[_COL["issuer_kid"] - 1], row[_COL["reused_from"] - 1], row[-1])
+        return Gathered(found, tuple(recorded), pins)
 
     def receipt(self, receipt_id: str) -> Receipt | None:
         row = self._c.execute(select(s.receipts).where(s.receipts.c.id == receipt_id)).first()
@@ -70,14 +132,16 @@ class EvidenceRepo:
         return [_receipt(r) for r in rows]
 
 
-def _receipt(row: Row[Any]) -> Receipt:
-    b = loads(row.body)
+def _receipt(row: Sequence[Any]) -> Receipt:
+    """A receipt from its columns in table order (a SQLAlchemy row or a driver tuple)."""
+    rid, project_id, candidate_id, body, signature, _issuer, reused_from = row[:7]
+    b = loads(body)
     return Receipt(
-        id=row.id,
-        project_id=row.project_id,
+        id=rid,
+        project_id=project_id,
         task_id=b["task_id"],
         attempt_id=b["attempt_id"],
-        candidate_id=row.candidate_id,
+        candidate_id=candidate_id,
         contract_hash=b["contract_hash"],
         candidate_digest=b["candidate_digest"],
         dependency_digest=b["dependency_digest"],
@@ -87,6 +151,6 @@ def _receipt(row: Row[Any]) -> Receipt:
         issued_at=int(b["issued_at"]),
         issuer_id=b["issuer"],
         log_digest=b["log_digest"],
-        signature=row.signature,
-        reused=row.reused_from is not None,
+        signature=signature,
+        reused=reused_from is not None,
     )

@@ -205,6 +205,8 @@ receipts = Table(
     Column("issuer_id", String(ID), nullable=False),
     Column("reused_from", String(ID), nullable=True),
     Column("created_at", Float, nullable=False),
+    # The kid of the issuer's key that verified the signature at ingest (docs/verifiers.md).
+    Column("issuer_kid", String(16), nullable=True),
     Index("ix_receipts_candidate", "candidate_id"),
 )
 

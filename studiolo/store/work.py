@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from studiolo.core.model import (
     Attempt,
     AttemptStatus,
+    Candidate,
     Completion,
     Contract,
     Handoff,
@@ -17,8 +20,10 @@ from studiolo.core.model import (
 )
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
+from studiolo.store._raw import Raw, columns
+from studiolo.store.content import candidate_of
 
-__all__ = ["WorkRepo"]
+__all__ = ["Subjects", "WorkRepo"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 _TASK = select(s.tasks).where(s.tasks.c.id == bindparam("id"))
@@ -42,10 +47,79 @@ _COMPLETION_BY_REQUEST = select(s.completions).where(
     s.completions.c.project_id == bindparam("p"), s.completions.c.request_id == bindparam("r")
 )
 
+# The completion's statements (prepared SQL, see `_raw`).
+_WIDTHS = (len(s.tasks.c), len(s.attempts.c), len(s.candidates.c), len(s.completions.c))
+# The task, the named attempt if it is the task's, the named candidate if it is in the task's
+# project, and the completion already made under this request id in the project: one read.
+_SUBJECTS = f"""
+SELECT {columns(s.tasks, "t")}, {columns(s.attempts, "a")}, {columns(s.candidates, "c")},
+       {columns(s.completions, "p")}
+  FROM tasks t
+  LEFT JOIN attempts a ON a.id = :a AND a.task_id = t.id
+  LEFT JOIN candidates c ON c.id = :c AND c.project_id = t.project_id
+  LEFT JOIN completions p ON p.project_id = t.project_id AND p.request_id = :r
+ WHERE t.id = :t
+"""
+_INSERT_COMPLETION_SQL = (
+    "INSERT INTO completions (id, project_id, task_id, attempt_id, candidate_id, request_id,"
+    " request_digest, principal_id, commit_version, receipt, signature, created_at) VALUES"
+    " (:id, :p, :task, :attempt, :cand, :req, :digest, :who, :version, :body, :sig, :at)"
+)
+_FINISH_ATTEMPT = "UPDATE attempts SET status = :s WHERE id = :id"
+_FINISH_TASK = "UPDATE tasks SET status = :s, completed_at = :at WHERE id = :id"
+
+
+@dataclass(frozen=True)
+class Subjects:
+    """What a completion request names, as the ledger has it (see `WorkRepo.subjects`)."""
+
+    task: Task
+    attempt: Attempt | None  # None: missing, or another task's
+    candidate: Candidate | None  # None: missing, or another project's
+    prior: Completion | None  # the project's completion under this request id
+
 
 class WorkRepo:
     def __init__(self, conn: Connection) -> None:
         self._c = conn
+        self._raw = Raw(conn)
+
+    # the completion transaction
+    def subjects(self, task_id: str, attempt_id: str, candidate_id: str, request_id: str) -> Subjects | None:
+        """Task, attempt, candidate and any prior completion of the request id: one read."""
+        row = self._raw.one(_SUBJECTS, {"t": task_id, "a": attempt_id, "c": candidate_id, "r": request_id})
+        if row is None:
+            return None
+        t, a, c, _ = _WIDTHS
+        attempt, cand, prior = row[t : t + a], row[t + a : t + a + c], row[t + a + c :]
+        return Subjects(
+            task=_task(row[:t]),
+            attempt=_attempt(attempt) if attempt[0] is not None else None,
+            candidate=candidate_of(cand) if cand[0] is not None else None,
+            prior=_completion(prior) if prior[0] is not None else None,
+        )
+
+    def finish(self, project_id: str, c: Completion) -> None:
+        """Record the completion and close its attempt and task (status `completed`)."""
+        self._raw.run(
+            _INSERT_COMPLETION_SQL,
+            {
+                "id": c.id,
+                "p": project_id,
+                "task": c.task_id,
+                "attempt": c.attempt_id,
+                "cand": c.candidate_id,
+                "req": c.request_id,
+                "digest": c.request_digest,
+                "who": c.principal_id,
+                "version": c.commit_version,
+                "body": dumps(dict(c.receipt)),
+                "sig": c.signature,
+                "at": c.created_at,
+            },
+        )
+        self._raw.run(_FINISH_ATTEMPT, {"s": AttemptStatus.COMPLETED.value, "id": c.attempt_id})
+        self._raw.run(_FINISH_TASK, {"s": TaskStatus.COMPLETED.value, "at": c.created_at, "id": c.task_id})
 
     # tasks
     def add_task(self, t: Task) -> None:
@@ -222,48 +296,52 @@ class WorkRepo:
         )
 
 
-def _task(row: Row[Any]) -> Task:
+def _task(row: Sequence[Any]) -> Task:
+    """A task from its columns in table order (a SQLAlchemy row or a driver tuple)."""
+    tid, project_id, title, description, contract, contract_hash, status, current, fence, at, done = row
     return Task(
-        id=row.id,
-        project_id=row.project_id,
-        title=row.title,
-        description=row.description,
-        contract=Contract.from_json(loads(row.contract)),
-        contract_hash=row.contract_hash,
-        status=TaskStatus(row.status),
-        current_attempt_id=row.current_attempt_id,
-        fence=int(row.fence),
-        created_at=row.created_at,
-        completed_at=row.completed_at,
+        id=tid,
+        project_id=project_id,
+        title=title,
+        description=description,
+        contract=Contract.from_json(loads(contract)),
+        contract_hash=contract_hash,
+        status=TaskStatus(status),
+        current_attempt_id=current,
+        fence=int(fence),
+        created_at=at,
+        completed_at=done,
     )
 
 
-def _attempt(row: Row[Any]) -> Attempt:
+def _attempt(row: Sequence[Any]) -> Attempt:
+    aid, task_id, principal_id, fence, lease_deadline, incarnation, status, created_at = row
     return Attempt(
-        id=row.id,
-        task_id=row.task_id,
-        principal_id=row.principal_id,
-        fence=int(row.fence),
-        lease_deadline=row.lease_deadline,
-        incarnation=row.incarnation,
-        status=AttemptStatus(row.status),
-        created_at=row.created_at,
+        id=aid,
+        task_id=task_id,
+        principal_id=principal_id,
+        fence=int(fence),
+        lease_deadline=lease_deadline,
+        incarnation=incarnation,
+        status=AttemptStatus(status),
+        created_at=created_at,
     )
 
 
-def _completion(row: Row[Any]) -> Completion:
-    receipt = loads(row.receipt)
+def _completion(row: Sequence[Any]) -> Completion:
+    cid, _project, task_id, attempt_id, cand_id, request_id, digest, who, version, body, sig, at = row
+    receipt = loads(body)
     return Completion(
-        id=row.id,
-        task_id=row.task_id,
-        attempt_id=row.attempt_id,
-        candidate_id=row.candidate_id,
-        request_id=row.request_id,
-        request_digest=row.request_digest,
-        principal_id=row.principal_id,
-        commit_version=int(row.commit_version),
+        id=cid,
+        task_id=task_id,
+        attempt_id=attempt_id,
+        candidate_id=cand_id,
+        request_id=request_id,
+        request_digest=digest,
+        principal_id=who,
+        commit_version=int(version),
         receipt=receipt,
-        signature=row.signature,
-        created_at=row.created_at,
+        signature=sig,
+        created_at=at,
         revisions=receipt.get("revisions", {}),
     )

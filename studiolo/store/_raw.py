@@ -1,0 +1,72 @@
+"""Prepared SQL on the DB-API connection under a SQLAlchemy `Connection`: the hot paths.
+
+SQLAlchemy's execution machinery costs tens of microseconds a statement; the completion
+transaction runs a dozen statements. Its hot statements are plain SQL text that SQLite and
+PostgreSQL read alike, written once with `:name` placeholders and run on the driver's own
+connection, inside the transaction SQLAlchemy opened: `sqlite3` caches each statement
+compiled, psycopg 3 prepares it on the server after a few executions.
+
+`in_list(name, n)` spells `IN (...)` with `n` numbered placeholders (`:name_0, ...`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Table
+
+__all__ = ["Raw", "columns", "in_list", "in_params"]
+
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+class Raw:
+    """Run SQL text on the driver connection of `conn` (which is inside a transaction)."""
+
+    __slots__ = ("_conn", "_driver", "_pg")
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._pg = conn.dialect.name == "postgresql"
+        self._driver: Any = None
+
+    def _cursor(self, sql: str, params: Mapping[str, Any]) -> Any:
+        if self._driver is None:
+            self._driver = self._conn.connection.dbapi_connection
+        text = _pyformat(sql) if self._pg else sql
+        return self._driver.execute(text, params)
+
+    def run(self, sql: str, params: Mapping[str, Any]) -> int:
+        """Execute a write; the number of rows it touched."""
+        return int(self._cursor(sql, params).rowcount)
+
+    def one(self, sql: str, params: Mapping[str, Any]) -> Sequence[Any] | None:
+        row: Sequence[Any] | None = self._cursor(sql, params).fetchone()
+        return row
+
+    def all(self, sql: str, params: Mapping[str, Any]) -> list[Sequence[Any]]:
+        rows: list[Sequence[Any]] = self._cursor(sql, params).fetchall()
+        return rows
+
+
+@functools.lru_cache(maxsize=512)
+def _pyformat(sql: str) -> str:
+    """`:name` → `%(name)s` for psycopg (a literal `%` doubled)."""
+    return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+@functools.lru_cache(maxsize=512)
+def in_list(name: str, n: int) -> str:
+    return "(" + ", ".join(f":{name}_{i}" for i in range(n)) + ")"
+
+
+def in_params(name: str, values: Iterable[Any]) -> dict[str, Any]:
+    return {f"{name}_{i}": v for i, v in enumerate(values)}
+
+
+def columns(table: Table, alias: str) -> str:
+    """The table's columns in declaration order (the order `select(table)` gives)."""
+    return ", ".join(f"{alias}.{c.name}" for c in table.c)

@@ -1,0 +1,70 @@
+"""`ContentRepo.publish` (a completion's three statements) moves pointers, history and
+collection counters exactly as `write_artifact` does path by path, on both back-ends."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from studiolo.core.model import Project
+from studiolo.store import Store, Tx
+from studiolo.store import schema as s
+
+_segment = st.sampled_from(["a", "b", "src", "docs", "x.txt", "y.md"])
+_path = st.lists(_segment, min_size=1, max_size=4).map("/".join)
+_digest = st.sampled_from([None, "sha256:" + "1" * 64, "sha256:" + "2" * 64])
+_files = st.dictionaries(_path, _digest, min_size=1, max_size=8)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    ledger = Store(store_url)
+    ledger.upgrade()
+    yield ledger
+    ledger.dispose()
+
+
+_ids = itertools.count()
+
+
+def _state(tx: Tx, project_id: str) -> dict[str, Any]:
+    def rows(table: Any, *order: Any) -> list[tuple[Any, ...]]:
+        q = select(*(c for c in table.c if c.name != "project_id")).where(table.c.project_id == project_id)
+        return [tuple(r) for r in tx.conn.execute(q.order_by(*order))]
+
+    return {
+        "artifacts": rows(s.artifacts, s.artifacts.c.path),
+        "history": rows(s.artifact_revisions, s.artifact_revisions.c.path, s.artifact_revisions.c.revision),
+        "collections": rows(s.collections, s.collections.c.prefix),
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=_files, files=_files)
+def test_publish_is_write_artifact_for_every_path(
+    store: Store, before: dict[str, str | None], files: dict[str, str | None]
+) -> None:
+    n = next(_ids)
+    one, other = f"prj_publish{n:06d}a", f"prj_publish{n:06d}b"
+
+    def run(tx: Tx) -> tuple[dict[str, int], dict[str, int]]:
+        for pid in (one, other):
+            tx.access.add_project(Project(pid, pid, 0.0))
+            for path, digest in sorted(before.items()):
+                tx.content.write_artifact(pid, path, digest, 1.0, "prn_someone", "edit")
+        published = tx.content.publish(one, files, 2.0, "prn_agent", "cmp_x")
+        one_by_one = {
+            path: tx.content.write_artifact(other, path, digest, 2.0, "prn_agent", "cmp_x")
+            for path, digest in sorted(files.items())
+        }
+        return published, one_by_one
+
+    published, one_by_one = store.write(run)
+    assert published == one_by_one and list(published) == sorted(files)
+    assert store.read(lambda tx: _state(tx, one)) == store.read(lambda tx: _state(tx, other))
