@@ -540,7 +540,7 @@ class RemoteOps(AdminOps, WorkOps, CompletionOps):
             }  # fmt: skip
             r = parse_receipt_body(body, attest.sign(body), d.project_id, cand.id)
             if tx.evidence.receipt(r.id) is None:
-                tx.evidence.add_receipt(r, tx.now)
+                tx.evidence.add_receipt(r, tx.now, attest.kid)  # the org verifier's key: it signed
                 self.audit(
                     tx, d.project_id, "receipt.recorded", None, r.id, candidate=cand.id, task=task.id,
                     attempt=d.attempt_id, criterion=r.criterion, checker=r.checker, result=r.result.value,
