@@ -26,11 +26,10 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, TypeAdapter
 
 from studiolo._exceptions import (
@@ -48,10 +47,12 @@ from studiolo.api import requests as q
 from studiolo.api import responses as s
 from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes
-from studiolo.core.model import Action, PrincipalKind
+from studiolo.core.enums import Action, PrincipalKind
 from studiolo.core.paths import normalize_path
 from studiolo.core.reasons import Reason
-from studiolo.keys import sign
+
+if TYPE_CHECKING:  # signing is imported where a receipt is signed (a CLI call pays for it only then)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 __all__ = [
     "Client",
@@ -472,6 +473,8 @@ class Client:
             "issuer": self.me().id,
             "log_digest": log_digest,
         }
+        from studiolo.keys import sign
+
         return self.post_receipt(candidate_id, body, sign(key, body))
 
     def reuse_receipt(self, candidate_id: str, receipt_id: str) -> s.ReceiptOut:

@@ -98,13 +98,13 @@ class ClientSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientSettings:
-        import tomllib
-
         e = os.environ if env is None else env
         default = Path(e.get("HOME", "~")).expanduser() / ".config" / "studiolo" / "config.toml"
         path = Path(e["STUDIOLO_CONFIG"]) if e.get("STUDIOLO_CONFIG") else default
         file: dict[str, object] = {}
         if path.is_file():
+            import tomllib  # only when there is a file to read: every CLI call builds settings
+
             with path.open("rb") as fh:
                 file = tomllib.load(fh)
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic_core import ErrorDetails
 
 from studiolo._exceptions import InvalidRequest
-from studiolo.core.model import Action, PrincipalKind
+from studiolo.core.enums import Action, PrincipalKind
 
 __all__ = [
     "ArtifactEditIn",

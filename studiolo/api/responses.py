@@ -14,8 +14,6 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
-from studiolo.core.model import Criterion
-
 __all__ = [
     "ArtifactOut",
     "AttemptOut",
@@ -53,9 +51,8 @@ def _sorted(value: Any) -> Any:
 
 
 def _criteria_map(value: Any) -> Any:
-    if isinstance(value, tuple) and all(isinstance(c, Criterion) for c in value):
-        return {c.id: c.checker for c in value}
-    return value
+    """A contract's criteria (a tuple of `Criterion`) as the wire's id → checker map."""
+    return {c.id: c.checker for c in value} if isinstance(value, tuple) else value
 
 
 # A set in the domain is a sorted list on the wire (the same bytes for the same value).

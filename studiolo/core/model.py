@@ -1,13 +1,13 @@
-"""The domain's values: frozen dataclasses and enums. No I/O, no clock, no SQL."""
+"""The domain's values: frozen dataclasses, and the enums of `enums.py`. No I/O, no clock, no SQL."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from studiolo.core.canonical import digest_json
+from studiolo.core.enums import Action, AttemptStatus, PrincipalKind, ReceiptResult, TaskStatus
 from studiolo.core.paths import matches_any
 
 __all__ = [
@@ -33,44 +33,6 @@ __all__ = [
     "Task",
     "TaskStatus",
 ]
-
-
-class PrincipalKind(StrEnum):
-    AGENT = "agent"
-    VERIFIER = "verifier"
-    OBSERVER = "observer"
-    HUMAN = "human"
-    ADMIN = "admin"
-
-
-class Action(StrEnum):
-    READ = "read"
-    WRITE = "write"
-    CLAIM = "claim"
-    COMPLETE = "complete"
-    VERIFY = "verify"
-    OBSERVE = "observe"
-    ADMIN = "admin"
-    DELEGATE = "delegate"  # hand the project work over A2A (docs/a2a.md)
-
-
-class TaskStatus(StrEnum):
-    OPEN = "open"
-    CLAIMED = "claimed"
-    COMPLETED = "completed"
-    CANCELLED = "cancelled"
-
-
-class AttemptStatus(StrEnum):
-    ACTIVE = "active"
-    RELEASED = "released"
-    SUPERSEDED = "superseded"
-    COMPLETED = "completed"
-
-
-class ReceiptResult(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
 
 
 @dataclass(frozen=True)

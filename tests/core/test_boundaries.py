@@ -182,3 +182,14 @@ def test_the_mcp_stdio_server_loads_no_ledger() -> None:
 def test_the_probe_sees_a_server_module() -> None:
     """The negative control: the probe does report what an operator command loads."""
     assert "sqlalchemy" in _loaded("import studiolo.faces.cli.ledger")
+
+
+def test_a_worker_command_loads_no_http_command_line() -> None:
+    """`import httpx` would bring httpx's own CLI (click, pygments); `studiolo` keeps it out."""
+    loaded = _loaded(
+        "import sys\nfrom studiolo.faces.cli import main\n"
+        "sys.argv = ['studiolo', '--url', 'http://127.0.0.1:9', '--token', 't', 'whoami', '--json']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code == 4, exc.code"
+    )
+    assert "httpx" in loaded and "studiolo.client" in loaded
+    assert [m for m in loaded if m.split(".")[0] in ("click", "pygments", "rich")] == []

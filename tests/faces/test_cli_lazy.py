@@ -35,6 +35,12 @@ def test_each_registry_help_line_is_the_commands_own() -> None:
         assert entry.help == _first_paragraph(command.help), name
 
 
+def test_a_command_that_runs_builds_only_itself() -> None:
+    assert set(registered("studiolo.faces.cli.work", only="claim")) == {"claim"}
+    assert set(registered("studiolo.faces.cli.work", only="task")) == {"task"}
+    assert registered("studiolo.faces.cli.work", only="ghost") == {}
+
+
 def test_help_lists_every_command_with_its_line() -> None:
     result = runner.invoke(app, ["--help"], terminal_width=200)
     assert result.exit_code == 0, result.output

@@ -31,11 +31,17 @@ class Lazy:
     help: str  # the line `studiolo --help` shows
 
 
-def registered(module: str) -> dict[str, _click.Command]:
-    """Every top-level command that `module.register` adds, by name."""
+def registered(module: str, only: str | None = None) -> dict[str, _click.Command]:
+    """Every top-level command that `module.register` adds (or only the one named), by name.
+
+    Typer turns a function into a command by reading its signature: a command that runs
+    builds only itself, not its module's every other command."""
     app = typer.Typer()
-    app.callback()(_group)  # a callback makes a group even of a single command
     importlib.import_module(module).register(app)
+    if only is not None:
+        app.registered_commands = [c for c in app.registered_commands if c.name == only]
+        app.registered_groups = [g for g in app.registered_groups if g.name == only]
+    app.callback()(_group)  # a callback makes a group even of a single command
     group = typer.main.get_command(app)
     assert isinstance(group, TyperGroup)
     return dict(group.commands)
@@ -47,7 +53,7 @@ def _group() -> None:
 
 def load(name: str, entry: Lazy) -> _click.Command:
     """Import `entry.module` and return its command `name`."""
-    command = registered(entry.module).get(name)
+    command = registered(entry.module, only=name).get(name)
     if command is None:
         raise LookupError(f"{entry.module}.register adds no command {name!r}")
     return command

@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from typer import _click
 
 from studiolo._exceptions import InvalidRequest, StudioloError
@@ -29,6 +27,8 @@ from studiolo.settings import ClientSettings
 if TYPE_CHECKING:  # imported where used, so that `studiolo --help` loads none of them
     import httpx
     from pydantic import BaseModel
+    from rich.console import Console
+    from rich.table import Table
 
     from studiolo.client import Client
 
@@ -114,6 +114,7 @@ def emit(st: CliState, value: Any, human: Callable[[Console], None] | None = Non
         typer.echo(json.dumps(_plain(value), indent=2, sort_keys=True))
         return
     from pydantic import BaseModel
+    from rich.console import Console
 
     console = Console(soft_wrap=False)
     if human is not None:
@@ -125,6 +126,8 @@ def emit(st: CliState, value: Any, human: Callable[[Console], None] | None = Non
 
 
 def _record(model: BaseModel) -> Table:
+    from rich.table import Table
+
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
     t.add_column(overflow="fold")
@@ -134,6 +137,8 @@ def _record(model: BaseModel) -> Table:
 
 
 def table(rows: Iterable[BaseModel], columns: Sequence[str], title: str | None = None) -> Table:
+    from rich.table import Table
+
     t = Table(title=title)
     for col in columns:
         t.add_column(col, overflow="fold")
@@ -179,6 +184,8 @@ def _report(ctx: _click.Context, status: int, problem: dict[str, Any]) -> None:
         return
     failed = problem.get("failed") or []
     extra = f" (failed: {', '.join(failed)})" if len(failed) > 1 else ""
+    from rich.console import Console
+
     Console(stderr=True, file=sys.stderr).print(
         f"[red]error[/] {problem['reason']}: {problem['detail']}{extra}", highlight=False
     )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from studiolo.core.model import Action, PrincipalKind
+from studiolo.core.enums import Action, PrincipalKind
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
+
+if TYPE_CHECKING:  # rich is imported where something is printed (not for --json)
+    from rich.console import Console
 
 __all__ = ["register"]
 

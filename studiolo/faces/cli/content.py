@@ -14,13 +14,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from studiolo.client import Client, UntrustedResponse, confined_path, is_git_segment, write_confined
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
+
+if TYPE_CHECKING:  # rich is imported where something is printed (not for --json)
+    from rich.console import Console
 
 __all__ = ["MANIFEST", "register"]
 

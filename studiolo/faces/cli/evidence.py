@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
-from rich.console import Console
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.faces.cli._state import CliState, JsonOpt, emit, state, table
+
+if TYPE_CHECKING:  # imported where used: `complete` loads no key, `--json` prints no table
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from rich.console import Console
 
 __all__ = ["load_private_key", "register"]
 
@@ -28,6 +29,9 @@ def register(app: typer.Typer) -> None:
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """An Ed25519 private key from a PKCS#8 PEM file (what `studiolo verifier keygen` writes)."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
     try:
         key = load_pem_private_key(path.read_bytes(), password=None)
     except (OSError, ValueError, TypeError) as exc:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from studiolo.api import responses as s
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
+
+if TYPE_CHECKING:  # rich is imported where something is printed (not for --json)
+    from rich.console import Console
 
 __all__ = ["register"]
 
@@ -215,6 +217,8 @@ def events(
             rows = c.events(after, limit, project=project)
             emit(st, rows, lambda con: con.print(table(rows, ["seq", "kind", "actor", "subject"])))
             return
+        from rich.console import Console
+
         con = Console(soft_wrap=True)
         for e in c.stream_events(after, timeout=timeout, project=project):
             if st.json:
