@@ -418,8 +418,11 @@ class Client:
             file_deps=dict(file_deps or {}),
             collection_deps=dict(collection_deps or {}),
         )
-        url = f"/v1/attempts/{_seg(attempt_id)}/candidates"
-        return self._one(s.CandidateOut, "POST", url, body)
+        return self.send_candidate(attempt_id, body)
+
+    def send_candidate(self, attempt_id: str, body: q.CandidateIn) -> s.CandidateOut:
+        """`submit_candidate`, with the request already built (the MCP tools build it)."""
+        return self._one(s.CandidateOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/candidates", body)
 
     def candidate(self, candidate_id: str) -> s.CandidateOut:
         return self._one(s.CandidateOut, "GET", f"/v1/candidates/{_seg(candidate_id)}")
@@ -546,6 +549,10 @@ class Client:
             candidate_id=candidate_id,
             evidence=list(evidence),
         )
+        return self.send_completion(task_id, body)
+
+    def send_completion(self, task_id: str, body: q.CompleteIn) -> Completed:
+        """`complete`, with the request already built (the MCP tools build it)."""
         url = f"/v1/tasks/{_seg(task_id)}/complete"
         headers = {"Content-Type": "application/json"}
         response = self._send("POST", url, content=body.model_dump_json(), headers=headers, completion=True)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.api import responses as s
+from studiolo.api.requests import CandidateIn, CompleteIn
 from studiolo.core.model import Principal
 from studiolo.core.paths import normalize_prefix
 from studiolo.faces.http import render
@@ -66,16 +67,9 @@ class InProcessPort:
     def put_blob(self, data: bytes) -> str:
         return self.door.put_blob(self.caller, data)
 
-    def submit_candidate(
-        self,
-        attempt_id: str,
-        files: Mapping[str, str | None],
-        bases: Mapping[str, int],
-        file_deps: Mapping[str, int],
-        collection_deps: Mapping[str, int],
-    ) -> s.CandidateOut:
-        draft = CandidateDraft(files, bases, file_deps, collection_deps)
-        return s.CandidateOut.model_validate(self.door.submit_candidate(self.caller, attempt_id, draft))
+    def submit_candidate(self, attempt_id: str, draft: CandidateIn) -> s.CandidateOut:
+        cand = self.door.submit_candidate(self.caller, attempt_id, CandidateDraft(**draft.model_dump()))
+        return s.CandidateOut.model_validate(cand)
 
     def candidate(self, candidate_id: str) -> s.CandidateOut:
         return s.CandidateOut.model_validate(self.door.candidate(self.caller, candidate_id))
@@ -83,27 +77,8 @@ class InProcessPort:
     def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
         return [render.receipt(r) for r in self.door.receipts(self.caller, candidate_id)]
 
-    def complete(
-        self,
-        task_id: str,
-        *,
-        request_id: str,
-        attempt_id: str,
-        fence: int,
-        contract_hash: str,
-        candidate_id: str,
-        evidence: Sequence[str],
-    ) -> tuple[s.CompletionOut, bool]:
-        request = make_request(
-            request_id=request_id,
-            task_id=task_id,
-            attempt_id=attempt_id,
-            fence=fence,
-            contract_hash=contract_hash,
-            candidate_id=candidate_id,
-            evidence=evidence,
-        )
-        outcome = self.door.complete(self.caller, request)
+    def complete(self, task_id: str, request: CompleteIn) -> tuple[s.CompletionOut, bool]:
+        outcome = self.door.complete(self.caller, make_request(task_id=task_id, **request.model_dump()))
         return s.CompletionOut.model_validate(outcome.completion), outcome.replay
 
     def handoff(

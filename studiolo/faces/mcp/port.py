@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from studiolo.api import responses as s
+from studiolo.api.requests import CandidateIn, CompleteIn
 
 __all__ = ["StudioloPort"]
 
@@ -51,30 +52,13 @@ class StudioloPort(Protocol):
         """Store bytes; return their digest."""
         ...
 
-    def submit_candidate(
-        self,
-        attempt_id: str,
-        files: Mapping[str, str | None],
-        bases: Mapping[str, int],
-        file_deps: Mapping[str, int],
-        collection_deps: Mapping[str, int],
-    ) -> s.CandidateOut: ...
+    def submit_candidate(self, attempt_id: str, draft: CandidateIn) -> s.CandidateOut: ...
 
     def candidate(self, candidate_id: str) -> s.CandidateOut: ...
 
     def receipts(self, candidate_id: str) -> list[s.ReceiptOut]: ...
 
-    def complete(
-        self,
-        task_id: str,
-        *,
-        request_id: str,
-        attempt_id: str,
-        fence: int,
-        contract_hash: str,
-        candidate_id: str,
-        evidence: Sequence[str],
-    ) -> tuple[s.CompletionOut, bool]:
+    def complete(self, task_id: str, request: CompleteIn) -> tuple[s.CompletionOut, bool]:
         """The completion request; `(completion, replay)`. A refusal raises `CompletionRejected`."""
         ...
 

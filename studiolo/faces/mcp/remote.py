@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from studiolo.api import responses as s
+from studiolo.api.requests import CandidateIn, CompleteIn
 from studiolo.client import Client
 
 __all__ = ["RemotePort"]
@@ -59,15 +60,8 @@ class RemotePort:
     def put_blob(self, data: bytes) -> str:
         return self.client.put_blob(data).digest
 
-    def submit_candidate(
-        self,
-        attempt_id: str,
-        files: Mapping[str, str | None],
-        bases: Mapping[str, int],
-        file_deps: Mapping[str, int],
-        collection_deps: Mapping[str, int],
-    ) -> s.CandidateOut:
-        return self.client.submit_candidate(attempt_id, files, bases, file_deps, collection_deps)
+    def submit_candidate(self, attempt_id: str, draft: CandidateIn) -> s.CandidateOut:
+        return self.client.send_candidate(attempt_id, draft)
 
     def candidate(self, candidate_id: str) -> s.CandidateOut:
         return self.client.candidate(candidate_id)
@@ -75,26 +69,8 @@ class RemotePort:
     def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
         return self.client.receipts(candidate_id)
 
-    def complete(
-        self,
-        task_id: str,
-        *,
-        request_id: str,
-        attempt_id: str,
-        fence: int,
-        contract_hash: str,
-        candidate_id: str,
-        evidence: Sequence[str],
-    ) -> tuple[s.CompletionOut, bool]:
-        done = self.client.complete(
-            task_id,
-            request_id=request_id,
-            attempt_id=attempt_id,
-            fence=fence,
-            contract_hash=contract_hash,
-            candidate_id=candidate_id,
-            evidence=evidence,
-        )
+    def complete(self, task_id: str, request: CompleteIn) -> tuple[s.CompletionOut, bool]:
+        done = self.client.send_completion(task_id, request)
         return done.completion, done.replay
 
     def handoff(

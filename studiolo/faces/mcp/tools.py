@@ -15,6 +15,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from studiolo.api import responses as s
+from studiolo.api.requests import CandidateIn, CompleteIn
 from studiolo.faces.mcp import models as m
 from studiolo.faces.mcp.port import StudioloPort
 from studiolo.faces.mcp.refusals import answer
@@ -248,7 +249,8 @@ def _submit(
     digests = {
         p: (port.put_blob(text.encode("utf-8")) if text is not None else None) for p, text in files.items()
     }
-    return port.submit_candidate(attempt_id, digests, bases, file_deps, collection_deps)
+    draft = CandidateIn(files=digests, bases=bases, file_deps=file_deps, collection_deps=collection_deps)
+    return port.submit_candidate(attempt_id, draft)
 
 
 def _complete(
@@ -262,8 +264,7 @@ def _complete(
     cand = port.candidate(candidate_id)
     attempt = port.attempt(cand.attempt_id)
     cited = evidence if evidence is not None else [r.id for r in port.receipts(cand.id)]
-    completion, replay = port.complete(
-        task_id,
+    request = CompleteIn(
         request_id=request_id or f"{attempt.id}:{cand.id}",
         attempt_id=attempt.id,
         fence=attempt.fence,
@@ -271,6 +272,7 @@ def _complete(
         candidate_id=cand.id,
         evidence=cited,
     )
+    completion, replay = port.complete(task_id, request)
     return m.Completed(completion=completion, replay=replay)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from studiolo._exceptions import InvalidPath, InvalidRequest
+from studiolo.api.requests import CandidateIn
 from studiolo.client import UntrustedResponse, is_git_segment, write_confined
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.paths import normalize_path
@@ -88,7 +89,8 @@ class Workspace:
             raise InvalidRequest(f"nothing changed in {rel or '.'} since the checkout")
         deps = {p: e.revision for p, e in manifest.files.items() if p not in files}
         collections = {manifest.prefix: manifest.collection_revision} if declare_collection else {}
-        cand = port.submit_candidate(attempt_id, files, bases, deps, collections)
+        draft = CandidateIn(files=files, bases=bases, file_deps=deps, collection_deps=collections)
+        cand = port.submit_candidate(attempt_id, draft)
         uploaded = sorted(p for p, d in files.items() if d is not None)
         return WorkspaceCandidate(
             candidate=cand, uploaded=uploaded, deleted=sorted(set(files) - set(uploaded))

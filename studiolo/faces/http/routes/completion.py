@@ -36,15 +36,7 @@ _REPLAY_HEADER: dict[str, Any] = {
 def complete(
     task_id: str, body: CompleteIn, response: Response, caller: Caller, door: Door, metrics: MetricsDep
 ) -> s.CompletionOut:
-    request = make_request(
-        request_id=body.request_id,
-        task_id=task_id,
-        attempt_id=body.attempt_id,
-        fence=body.fence,
-        contract_hash=body.contract_hash,
-        candidate_id=body.candidate_id,
-        evidence=body.evidence,
-    )
+    request = make_request(task_id=task_id, **body.model_dump())
     try:
         outcome = door.complete(caller, request)
     except CompletionRejected as exc:

@@ -88,7 +88,7 @@ def collection(project_id: str, caller: Caller, door: Door, prefix: PathText = "
     summary="Submit immutable candidate bytes with their bases and declared dependencies",
 )
 def submit_candidate(attempt_id: str, body: CandidateIn, caller: Caller, door: Door) -> s.CandidateOut:
-    draft = CandidateDraft(body.files, body.bases, body.file_deps, body.collection_deps)
+    draft = CandidateDraft(**body.model_dump())
     return s.CandidateOut.model_validate(door.submit_candidate(caller, attempt_id, draft))
 
 
