@@ -141,10 +141,22 @@ class DashboardOps(ViewOps):
 
         return self.store.read(run)
 
-    def chain_status(self, caller: Principal, project_id: str) -> AuditReport:
-        """The whole audit chain's verification, for a reader of the project."""
+    def chain_status(
+        self, caller: Principal, project_id: str, since: AuditReport | None = None
+    ) -> AuditReport:
+        """The audit chain's verification, for a reader of the project (`since`: see `verify_audit`)."""
         self.store.read(lambda tx: self._require_reader(tx, caller, project_id))
-        return self.verify_audit()
+        return self.verify_audit(since)
+
+    def may_administer(self, caller: Principal, project_id: str) -> bool:
+        """Whether the caller holds a live `admin` grant on the project (the pages offer the
+        admin forms only then; the door still decides each action)."""
+
+        def run(tx: Tx) -> bool:
+            self.require_project(tx, caller, project_id)
+            return self.can(tx, caller, project_id, Action.ADMIN)
+
+        return self.store.read(run)
 
     def _require_reader(self, tx: Tx, caller: Principal, project_id: str) -> None:
         self.require_project(tx, caller, project_id)

@@ -270,12 +270,16 @@ class ViewOps(Base):
             return events
         return [e if all(map(may_read, _paths_of(e))) else _withheld(e) for e in events]
 
-    def verify_audit(self) -> AuditReport:
-        """Walk the whole chain: every hash recomputes and links to its predecessor."""
+    def verify_audit(self, since: AuditReport | None = None) -> AuditReport:
+        """Walk the whole chain: every hash recomputes and links to its predecessor. With
+        `since` (an earlier report that was ok), only the events appended after it are read,
+        each linked to its head: a prefix that was altered afterwards goes unnoticed until
+        the next whole walk."""
+        start = since if since is not None and since.ok else None
 
         def run(tx: Tx) -> AuditReport:
-            prev, count = GENESIS, 0
-            for e in tx.audit.iter_all():
+            prev, count = (start.head, start.events) if start else (GENESIS, 0)
+            for e in tx.audit.iter_all(after=count):
                 count += 1
                 if e.seq != count:
                     return AuditReport(False, count, prev, e.seq, "sequence gap")

@@ -126,8 +126,8 @@ class AuditRepo:
         rows = self._c.execute(q.order_by(s.events.c.seq.desc()).limit(limit))
         return [_event(r) for r in reversed(list(rows))]
 
-    def iter_all(self, batch: int = 5000) -> Iterator[Event]:
-        after = 0
+    def iter_all(self, batch: int = 5000, after: int = 0) -> Iterator[Event]:
+        """Every event with a `seq` above `after`, in order, `batch` per query."""
         while True:
             chunk = self.events(after=after, limit=batch)
             if not chunk:

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from studiolo.faces.web import actions, pages
+from studiolo.faces.web.chain import ChainCache
 from studiolo.faces.web.session import Sessions
 from studiolo.faces.web.templating import make_environment
 
@@ -20,6 +21,7 @@ __all__ = ["install_web"]
 def install_web(app: FastAPI, sessions: Sessions | None = None) -> None:
     app.state.web_sessions = sessions or Sessions()
     app.state.web_templates = make_environment()
+    app.state.web_chain = ChainCache()
     app.include_router(pages.router)
     app.include_router(actions.router)
     app.add_api_route("/", pages.home, methods=["GET"], include_in_schema=False)

@@ -88,6 +88,7 @@ def _task_context(door: Door, caller: WebCaller, page: TaskPage) -> dict[str, An
 def task(request: Request, task_id: str, session: WebSession, caller: WebCaller, door: Door) -> Response:
     ctx = _base(session, caller, **_task_context(door, caller, door.task_page(caller, task_id)))
     ctx["principals"] = _principals_or_none(door, caller, ctx["project_id"])
+    ctx["admin"] = door.may_administer(caller, ctx["project_id"])
     return render(request, "task.html", **ctx)
 
 
@@ -138,7 +139,8 @@ def activity_live(
 
 @router.get("/projects/{project_id}/chain")
 def chain(request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door) -> Response:
-    ctx = _base(session, caller, project_id=project_id, report=door.chain_status(caller, project_id))
+    report = request.app.state.web_chain.status(door, caller, project_id)
+    ctx = _base(session, caller, project_id=project_id, report=report)
     return render(request, "_chain.html", **ctx)
 
 
@@ -153,6 +155,7 @@ def rules(request: Request, project_id: str, session: WebSession, caller: WebCal
         checkers=door.checkers(caller, project_id),
         grants=door.list_grants(caller, project_id),
         principals={p.id: p for p in _principals_or_none(door, caller, project_id)},
+        admin=door.may_administer(caller, project_id),
     )
     return render(request, "rules.html", **ctx)
 

@@ -198,3 +198,24 @@ def test_the_task_list_paginates(web: TestClient, world: World, tokens: dict[str
     assert f'offset={PAGE_SIZE}">Next' in first and "Next" not in second and "Previous" in second
     by_fact = web.get(base, params={"fact": "open", "offset": PAGE_SIZE}).text
     assert {t for t in titles if t in by_fact} == on_second and "Next" not in by_fact
+
+
+def test_admin_forms_are_shown_only_to_principals_who_may_use_them(
+    web: TestClient, world: World, tokens: dict[str, str]
+) -> None:
+    task_id = world.new_task().id
+    pages = (f"/ui/tasks/{task_id}", f"/ui/projects/{world.project_id}/rules")
+    forms = ("/reassign", "/cancel", "/migrate", "/policies", "/revoke", "Admin actions")
+    sign_in(web, tokens["human"])  # reads everything, administers nothing
+    for url in pages:
+        page = web.get(url)
+        assert page.status_code == 200, url
+        assert not [f for f in forms if f in page.text], url
+    web.cookies.clear()
+    # a project admin (not the service admin) gets them
+    issued = world.coord.add_principal(world.admin, world.project_id, "lead", "human")
+    world.coord.grant(world.admin, world.project_id, issued.principal.id, ["read", "admin"], ["**"])
+    sign_in(web, issued.token)
+    task_page, rules_page = (web.get(url).text for url in pages)
+    assert all(f in task_page for f in ("/reassign", "/cancel", "/migrate", "Admin actions"))
+    assert all(f in rules_page for f in ("/policies", "/revoke"))
