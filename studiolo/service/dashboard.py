@@ -30,7 +30,7 @@ _SCAN_BATCH = 500
 
 @dataclass(frozen=True)
 class TaskListPage:
-    views: tuple[TaskView, ...]
+    views: tuple[TaskView, ...]  # list rows: their `rejections` are not read (empty)
     has_more: bool
     now: float  # the authority clock, for lease countdowns
 
@@ -66,7 +66,9 @@ class DashboardOps(ViewOps):
             self.require(tx, caller, project_id, Action.READ)
             if wanted_fact is None:
                 tasks = tx.work.tasks(project_id, wanted_status, limit + 1, offset)  # +1: is there more?
-                views = [self._confined(tx, caller, self._view(tx, t)) for t in tasks[:limit]]
+                views = [
+                    self._confined(tx, caller, self._view(tx, t, rejections=False)) for t in tasks[:limit]
+                ]
                 more = len(tasks) > limit
             else:
                 found = self._scan_fact(tx, project_id, wanted_status, wanted_fact, limit + 1 + offset)
@@ -86,7 +88,9 @@ class DashboardOps(ViewOps):
             offset = 0
             while len(found) < want:
                 batch = tx.work.tasks(project_id, st, _SCAN_BATCH, offset)
-                found.extend(v for v in (self._view(tx, t) for t in batch) if v.fact is fact)
+                found.extend(
+                    v for v in (self._view(tx, t, rejections=False) for t in batch) if v.fact is fact
+                )
                 if len(batch) < _SCAN_BATCH:
                     break
                 offset += _SCAN_BATCH

@@ -137,7 +137,8 @@ class ViewOps(Base):
 
         return self.store.read(run)
 
-    def _view(self, tx: Tx, task: Task) -> TaskView:
+    def _view(self, tx: Tx, task: Task, rejections: bool = True) -> TaskView:
+        """The task's view; `rejections=False` skips reading its refused completions (a list row)."""
         attempts = tuple(tx.work.attempts(task.id))
         candidates = tuple(tx.content.candidates_of_task(task.id))
         receipts = tuple(r for c in candidates for r in tx.evidence.receipts_of_candidate(c.id))
@@ -162,14 +163,12 @@ class ViewOps(Base):
         if completion is not None:
             now_revs = tx.content.revisions(task.project_id, completion.revisions)
             still = all(now_revs[p] == r for p, r in completion.revisions.items())
-        rejections = tuple(
+        refused = tuple(
             e
-            for e in tx.audit.events(task.project_id, subject=task.id, limit=10_000)
+            for e in (tx.audit.events(task.project_id, subject=task.id, limit=10_000) if rejections else ())
             if e.kind == "completion.rejected"
         )
-        return TaskView(
-            task, strongest_fact(ev), still, attempts, candidates, receipts, completion, rejections
-        )
+        return TaskView(task, strongest_fact(ev), still, attempts, candidates, receipts, completion, refused)
 
     @staticmethod
     def _verified(tx: Tx, task: Task, cand: Candidate) -> bool:
