@@ -118,6 +118,7 @@ tasks = Table(
     Column("created_at", Float, nullable=False),
     Column("completed_at", Float, nullable=True),
     Index("ix_tasks_project_status", "project_id", "status"),
+    Index("ix_tasks_project_created", "project_id", "created_at", "id"),  # a page of tasks, in order
 )
 
 attempts = Table(
