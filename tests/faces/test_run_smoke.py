@@ -55,6 +55,7 @@ def test_make_run_serves_the_demo_and_a_task_completes(tmp_path: Path) -> None:
         assert saved["url"] == url and (tmp_path / "studiolo.db").is_file()
         agent = saved["principals"]["agent-a"]["token"]
         verifier = saved["principals"]["ci"]["token"]
+        _mcp_answers(url, agent)  # the served app's lifespan runs the MCP session manager
 
         def cli(token: str, *args: str) -> Any:
             run = subprocess.run(
@@ -101,6 +102,15 @@ def test_make_run_serves_the_demo_and_a_task_completes(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         output = proc.communicate(timeout=30)[0]
     assert "demo-tokens.json" in output and url in output
+
+
+def _mcp_answers(url: str, token: str) -> None:
+    headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "orient", "arguments": {}}}
+    r = httpx.post(f"{url}/mcp", json=call, headers=headers, timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.json()["result"]["structuredContent"]["principal"]["name"] == "agent-a"
+    assert httpx.post(f"{url}/mcp", json=call, headers={"Accept": headers["Accept"]}).status_code == 401
 
 
 @contextlib.contextmanager
