@@ -1,0 +1,321 @@
+"""The wait of a delegation to a remote agent, as the requester worker reports it: every
+transition one audited write transaction (`studiolo.core.remote.TRANSITIONS`), the
+finalization through the normal completion transaction, and the operator review queue of
+`indeterminate` delegations (docs/a2a.md, "Delegating to a remote agent")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from studiolo._exceptions import Conflict, InvalidRequest, NotFound
+from studiolo.core.canonical import digest_bytes, digest_json
+from studiolo.core.model import Action, AttemptStatus, Candidate, Principal, Receipt, Task, TaskStatus
+from studiolo.core.quiescence import TaskState
+from studiolo.core.remote import (
+    RemoteDelegation,
+    RemoteFile,
+    RemoteOrg,
+    RemoteResult,
+    RemoteState,
+    can_move,
+    ended_state,
+    local_name,
+)
+from studiolo.keys import ServiceKey
+from studiolo.service._base import check_id
+from studiolo.service.completion import CompletionOps, CompletionOutcome, _Rejected, make_request
+from studiolo.service.evidence import parse_receipt_body
+from studiolo.service.work import WorkOps
+from studiolo.store import Tx
+
+__all__ = ["RemoteWaitOps"]
+
+_S = RemoteState
+
+
+class RemoteWaitOps(WorkOps, CompletionOps):
+    # transitions the requester worker reports ---------------------------------------
+    def remote_sent(self, dlg_id: str, remote_task_id: str, remote_state: str) -> RemoteDelegation:
+        if not isinstance(remote_task_id, str) or not 1 <= len(remote_task_id) <= 200:
+            raise InvalidRequest("a remote task id is 1 to 200 characters")
+        return self._move(dlg_id, _S.REMOTE_WORKING, remote_task_id=remote_task_id, remote_state=remote_state)
+
+    def remote_terminal(self, dlg_id: str, remote_state: TaskState) -> RemoteDelegation:
+        """The remote task reached a terminal state: the wait for its artifacts begins (not
+        finalization). `since` is the ledger's clock: a resumed wait keeps its bound."""
+        return self._move(dlg_id, _S.AWAITING, remote_state=remote_state.value, since=None)
+
+    def remote_send_failed(self, dlg_id: str, reason: str) -> RemoteDelegation:
+        return self._move(dlg_id, _S.REMOTE_FAILED, reason=reason[:2000])
+
+    def remote_integrity_failed(
+        self, dlg_id: str, evidence: Mapping[str, Any], blobs: Iterable[bytes]
+    ) -> RemoteDelegation:
+        return self._move(
+            dlg_id, _S.INTEGRITY_FAILED, reason=str(evidence.get("code", "")), evidence=evidence, blobs=blobs
+        )
+
+    def remote_indeterminate(self, dlg_id: str, reason: str, result: RemoteResult) -> RemoteDelegation:
+        """Past the bound: the verified part is kept so an operator can decide."""
+        evidence, blobs = self._result_evidence(result)
+        return self._move(dlg_id, _S.INDETERMINATE, reason=reason, evidence=evidence, blobs=blobs)
+
+    def remote_keepalive(self, dlg_id: str) -> bool:
+        """Keep the local attempt's lease while the remote works; False once it is not current."""
+
+        def run(tx: Tx) -> bool:
+            d = self._delegation(tx, dlg_id)
+            attempt = tx.work.attempt(d.attempt_id)
+            task = tx.work.task(d.task_id)
+            if (
+                attempt is None
+                or task is None
+                or task.current_attempt_id != attempt.id
+                or not self._live(tx, attempt)
+            ):
+                return False
+            if attempt.lease_deadline - tx.now > self.settings.max_lease_seconds / 2:
+                return True
+            tx.work.update_attempt(attempt.id, lease_deadline=tx.now + self.settings.max_lease_seconds)
+            self.audit(tx, d.project_id, "attempt.heartbeat", None, attempt.id, delegation=d.id)
+            return True
+
+        return self.store.write(run)
+
+    def remote_finish(self, dlg_id: str, result: RemoteResult) -> RemoteDelegation:
+        """The artifacts quiesced. A completed remote task becomes a candidate, a receipt by the
+        organisation's verifier principal and a completion request, in this one transaction;
+        every predicate applies (`refused` if one fails). Failed or canceled: recorded, the
+        local attempt released."""
+        end = ended_state(result.remote_state)
+        if end is not None:
+            evidence, blobs = self._result_evidence(result)
+            reason = result.remote_state.value
+            return self._move(
+                dlg_id, end, reason=reason, evidence=evidence, blobs=blobs, only_from=_S.AWAITING
+            )
+        return self.store.write(lambda tx: self._finalize(tx, self._delegation(tx, dlg_id), result, None))
+
+    # the operator review queue ----------------------------------------------------
+    def remote_review_queue(self, caller: Principal, project_id: str) -> list[RemoteDelegation]:
+        def run(tx: Tx) -> list[RemoteDelegation]:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            return tx.remote.delegations(project_id, [_S.INDETERMINATE])
+
+        return self.store.read(run)
+
+    def review_remote(
+        self, caller: Principal, dlg_id: str, decision: str, note: str = ""
+    ) -> RemoteDelegation:
+        """An operator's decision on an indeterminate delegation (audited): `finalize` completes
+        with the artifacts that were verified (the missing ones are named in the audit), through
+        the same completion transaction; `reject` ends it and releases the local attempt."""
+        if decision not in ("finalize", "reject"):
+            raise InvalidRequest("the decision is 'finalize' or 'reject'")
+        if not isinstance(note, str) or len(note) > 2000:
+            raise InvalidRequest("a review note is at most 2,000 characters")
+
+        def run(tx: Tx) -> RemoteDelegation:
+            d = self._delegation(tx, dlg_id)
+            if not self.can(tx, caller, d.project_id, Action.ADMIN):
+                raise NotFound(f"delegation {dlg_id} not found")
+            if d.state is not _S.INDETERMINATE:
+                raise Conflict(f"the delegation is {d.state.value}, not indeterminate", reason="conflict")
+            self.audit(tx, d.project_id, "a2a.remote.reviewed", caller, d.id, decision=decision, note=note)
+            if decision == "reject":
+                return self._transition(tx, d, _S.REJECTED, caller, reason=note or "rejected by an operator")
+            return self._finalize(tx, d, self._stored_result(tx, d), caller)
+
+        return self.store.write(run)
+
+    # machinery ----------------------------------------------------------------------
+    def _delegation(self, tx: Tx, dlg_id: str) -> RemoteDelegation:
+        d = tx.remote.delegation(check_id(dlg_id, "delegation id"))
+        if d is None:
+            raise NotFound(f"delegation {dlg_id} not found")
+        return d
+
+    def _move(
+        self,
+        dlg_id: str,
+        dst: RemoteState,
+        *,
+        evidence: Mapping[str, Any] | None = None,
+        blobs: Iterable[bytes] = (),
+        only_from: RemoteState | None = None,
+        **changes: Any,
+    ) -> RemoteDelegation:
+        kept = list(blobs)
+
+        def run(tx: Tx) -> RemoteDelegation:
+            d = self._delegation(tx, dlg_id)
+            if only_from is not None and d.state is not only_from:
+                raise Conflict(
+                    f"delegation {d.id} is {d.state.value}, not {only_from.value}", reason="conflict"
+                )
+            if dst is _S.AWAITING:
+                changes["since"] = tx.now
+            if evidence is not None or kept:
+                changes["evidence"] = self._keep(tx, d, evidence or {}, kept)
+            return self._transition(tx, d, dst, None, **changes)
+
+        return self.store.write(run)
+
+    def _keep(
+        self, tx: Tx, d: RemoteDelegation, evidence: Mapping[str, Any], blobs: list[bytes]
+    ) -> dict[str, Any]:
+        digests = []
+        for data in blobs:
+            digest = digest_bytes(data)
+            tx.content.put_blob(digest, data, tx.now)
+            tx.content.add_blob_ref(d.project_id, [digest])
+            digests.append(digest)
+        merged = dict(d.evidence) | dict(evidence)
+        merged["blobs"] = sorted(set(merged.get("blobs", [])) | set(digests))
+        return merged
+
+    def _transition(
+        self, tx: Tx, d: RemoteDelegation, dst: RemoteState, actor: Principal | None, **changes: Any
+    ) -> RemoteDelegation:
+        if not can_move(d.state, dst):
+            raise Conflict(
+                f"delegation {d.id} is {d.state.value}: cannot become {dst.value}", reason="conflict"
+            )
+        new = replace(d, state=dst, updated_at=tx.now, **changes)
+        tx.remote.update_delegation(new)
+        if dst.final and dst is not _S.FINALIZED:
+            self._release(tx, new)
+        data = {k: v for k, v in changes.items() if k != "evidence"}
+        if "evidence" in changes:
+            data["evidence"] = {k: v for k, v in new.evidence.items() if k != "payloads"}
+        self.audit(
+            tx, d.project_id, "a2a.remote.state", actor, d.id, src=d.state.value, dst=dst.value, **data
+        )
+        return new
+
+    def _release(self, tx: Tx, d: RemoteDelegation) -> None:
+        """End the delegation's local attempt if it is still the task's current one."""
+        task = tx.work.task(d.task_id)
+        if task is None or not task.active or task.current_attempt_id != d.attempt_id:
+            return
+        self._end_current_attempt(tx, task, AttemptStatus.RELEASED)
+        tx.work.update_task(task.id, status=TaskStatus.OPEN, current_attempt_id=None)
+        self.audit(tx, task.project_id, "attempt.released", None, d.attempt_id, task=task.id, delegation=d.id)
+
+    @staticmethod
+    def _result_evidence(result: RemoteResult) -> tuple[dict[str, Any], list[bytes]]:
+        """Evidence JSON of a result and the blobs to keep (the manifest, every verified file)."""
+        files = [
+            {
+                "artifact_id": f.artifact_id,
+                "name": f.name,
+                "digest": digest_bytes(f.data),
+                "size": len(f.data),
+            }
+            for f in result.files
+        ]
+        evidence: dict[str, Any] = {
+            "remote_state": result.remote_state.value,
+            "manifest": digest_bytes(result.manifest) if result.manifest else None,
+            "kid": result.kid,
+            "payloads": files,
+            "missing": list(result.missing),
+        }
+        blobs = [f.data for f in result.files] + ([result.manifest] if result.manifest else [])
+        return evidence, blobs
+
+    def _stored_result(self, tx: Tx, d: RemoteDelegation) -> RemoteResult:
+        ev = d.evidence
+        files = tuple(
+            RemoteFile(p["artifact_id"], p["name"], tx.content.blob(p["digest"]) or b"")
+            for p in ev.get("payloads", [])
+        )
+        manifest = tx.content.blob(ev["manifest"]) if ev.get("manifest") else None
+        state = TaskState.from_wire(str(ev.get("remote_state", d.remote_state or "")))
+        return RemoteResult(state, manifest or b"", files, tuple(ev.get("missing", [])), ev.get("kid"))
+
+    def _finalize(
+        self, tx: Tx, d: RemoteDelegation, result: RemoteResult, operator: Principal | None
+    ) -> RemoteDelegation:
+        # The worker finalizes a wait; only an operator finalizes an indeterminate delegation.
+        if d.state is not (_S.AWAITING if operator is None else _S.INDETERMINATE):
+            raise Conflict(f"delegation {d.id} is {d.state.value}", reason="conflict")
+        if result.remote_state is not TaskState.COMPLETED:
+            why = f"the remote task is {result.remote_state.value}, not completed"
+            return self._transition(tx, d, _S.REFUSED, operator, reason=why)
+        if not result.files or not result.manifest:
+            return self._transition(tx, d, _S.REFUSED, operator, reason="nothing verified to publish")
+        org = tx.remote.org(d.org_id)
+        task = tx.work.task(d.task_id)
+        agent = tx.access.principal(org.agent_id) if org else None
+        assert org is not None and task is not None and agent is not None
+        evidence, blobs = self._result_evidence(result)
+        kept = self._keep(tx, d, evidence, blobs)
+        cand = self._remote_candidate(tx, d, org, result)
+        receipts = self._remote_receipts(tx, d, org, task, cand, digest_bytes(result.manifest))
+        request = make_request(
+            request_id=f"a2a:{d.id}", task_id=task.id, attempt_id=d.attempt_id, fence=d.fence,
+            contract_hash=str(d.evidence["contract_hash"]), candidate_id=cand.id,
+            evidence=[r.id for r in receipts],
+        )  # fmt: skip
+        outcome = self._complete(tx, agent, request)
+        kept |= {"candidate": cand.id, "receipts": [r.id for r in receipts]}
+        if isinstance(outcome, _Rejected):
+            failed = [r.value for r in outcome.verdict.failed]
+            kept["refused"] = failed
+            return self._transition(tx, d, _S.REFUSED, operator, reason=",".join(failed), evidence=kept)
+        assert isinstance(outcome, CompletionOutcome)
+        return self._transition(
+            tx, d, _S.FINALIZED, operator, evidence=kept, completion_id=outcome.completion.id, reason=None
+        )
+
+    def _remote_candidate(
+        self, tx: Tx, d: RemoteDelegation, org: RemoteOrg, result: RemoteResult
+    ) -> Candidate:
+        taken: set[str] = set()
+        files: dict[str, str | None] = {}
+        for f in result.files:
+            path = f"{org.target}{d.id}/{local_name(f.name, taken)}"
+            files[path] = digest_bytes(f.data)
+        bases = dict.fromkeys(files, 0)
+        digest = digest_json({"files": files})
+        dep_digest = digest_json({"bases": bases, "files": {}, "collections": {}})
+        cand = Candidate(
+            self.ids.new("cnd"), d.task_id, d.attempt_id, files, bases, {}, {}, digest, dep_digest, tx.now
+        )
+        tx.content.add_candidate(d.project_id, cand)
+        self.audit(
+            tx, d.project_id, "candidate.submitted", None, cand.id, task=d.task_id, attempt=d.attempt_id,
+            digest=digest, dependency_digest=dep_digest, write_set=sorted(files), files=files, bases=bases,
+            file_deps={}, collection_deps={}, delegation=d.id,
+        )  # fmt: skip
+        return cand
+
+    def _remote_receipts(
+        self, tx: Tx, d: RemoteDelegation, org: RemoteOrg, task: Task, cand: Candidate, manifest: str
+    ) -> list[Receipt]:
+        """One receipt per criterion, issued by the organisation's verifier principal: its
+        observation is the remote's signed manifest (the receipt's log, kept as a blob)."""
+        attest = ServiceKey.from_text(tx.remote.attest_key(org.id))
+        out = []
+        for c in task.contract.criteria:
+            body = {
+                "task_id": task.id, "attempt_id": d.attempt_id,
+                "contract_hash": str(d.evidence["contract_hash"]),
+                "candidate_digest": cand.digest, "dependency_digest": cand.dependency_digest,
+                "criterion": c.id, "checker": c.checker, "result": "pass", "issued_at": int(tx.now * 1000),
+                "issuer": org.verifier_id, "log_digest": manifest,
+            }  # fmt: skip
+            r = parse_receipt_body(body, attest.sign(body), d.project_id, cand.id)
+            if tx.evidence.receipt(r.id) is None:
+                tx.evidence.add_receipt(r, tx.now, attest.kid)  # the org verifier's key: it signed
+                self.audit(
+                    tx, d.project_id, "receipt.recorded", None, r.id, candidate=cand.id, task=task.id,
+                    attempt=d.attempt_id, criterion=r.criterion, checker=r.checker, result=r.result.value,
+                    log_digest=manifest, delegation=d.id,
+                )  # fmt: skip
+            out.append(r)
+        return out
