@@ -39,6 +39,7 @@ class Settings:
     a2a_backoff_max: float = 60.0
     a2a_max_artifact_bytes: int = 64 * 1024 * 1024
     a2a_request_timeout: float = 30.0
+    a2a_max_response_bytes: int = 32 * 1024 * 1024  # a card or GetTask answer (inline artifacts)
     a2a_credentials: Mapping[str, str] = field(default_factory=dict)  # org name → bearer token
 
     @classmethod
@@ -72,6 +73,7 @@ class Settings:
             a2a_backoff_max=float(e.get("STUDIOLO_A2A_BACKOFF_MAX", base.a2a_backoff_max)),
             a2a_max_artifact_bytes=int(e.get("STUDIOLO_A2A_MAX_ARTIFACT_BYTES", base.a2a_max_artifact_bytes)),
             a2a_request_timeout=float(e.get("STUDIOLO_A2A_REQUEST_TIMEOUT", base.a2a_request_timeout)),
+            a2a_max_response_bytes=int(e.get("STUDIOLO_A2A_MAX_RESPONSE_BYTES", base.a2a_max_response_bytes)),
             a2a_credentials=_credentials(e.get("STUDIOLO_A2A_CREDENTIALS")),
         )
 

@@ -45,6 +45,7 @@ from studiolo.core.quiescence import (
     verify_and_quiesce,
 )
 from studiolo.core.remote import RemoteDelegation, RemoteFile, RemoteOrg, RemoteResult, RemoteState
+from studiolo.faces.a2a.capped import CappedTransport
 from studiolo.faces.a2a.jws import card_payload
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
 from studiolo.faces.a2a.remote_view import manifest_kid, read_task, same_origin
@@ -272,7 +273,9 @@ class Requester:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         timeout = httpx.Timeout(self.settings.a2a_request_timeout)
-        async with httpx.AsyncClient(headers=headers, timeout=timeout, transport=self._transport) as http:
+        inner = self._transport or httpx.AsyncHTTPTransport()
+        transport = CappedTransport(inner, self.settings.a2a_max_response_bytes)
+        async with httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport) as http:
             config = ClientConfig(streaming=False, polling=True, httpx_client=http)
             verifier = _pinned_verifier(d.pinned)
             client = await create_client(d.agent_url, config, signature_verifier=verifier)

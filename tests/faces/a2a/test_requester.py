@@ -3,6 +3,7 @@ two-phase quiescence check, the state machine, and the completion contract, end 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -17,6 +18,7 @@ from studiolo._exceptions import InvalidRequest
 from studiolo.client import Client
 from studiolo.core.model import TaskStatus
 from studiolo.core.remote import RemoteDelegation, RemoteState
+from studiolo.faces.a2a.capped import CappedTransport, ResponseTooLarge
 from studiolo.faces.a2a.requester import Requester, fetch_verified_card
 from studiolo.faces.cli import build_app
 from studiolo.faces.http.server import ServerThread
@@ -247,3 +249,44 @@ def _wait_http(client: Client, dlg_id: str, state: str, timeout: float = 20) -> 
         assert time.monotonic() < deadline, f"still {d.state} ({d.reason}), waited for {state}"
         time.sleep(0.05)
     return d
+
+
+def test_a_remote_answer_over_the_response_cap_is_never_read(tmp_path: Path, key: ServiceKey) -> None:
+    """GetTask answers carry inline artifacts: one over the cap is refused as it streams in, so
+    the remote task is never seen terminal and nothing is published."""
+    side = make_side(tmp_path, {key.kid: key.public})
+    side.requester = Requester(
+        side.world.coord, replace(side.requester.settings, a2a_max_response_bytes=256 * 1024)
+    )
+    side.requester.start()
+    try:
+        with remote_agent(Scenario(inline={"big.bin": b"b" * (512 * 1024)}), key) as agent:
+            d = side.delegate(agent)
+            side.wait(d.id, RemoteState.REMOTE_WORKING)
+            time.sleep(0.5)
+            assert side.world.coord.remote_state(d.id).state is RemoteState.REMOTE_WORKING
+    finally:
+        side.requester.stop()
+    assert _published(side, d) == {} and side.task_status() is TaskStatus.CLAIMED
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_the_capped_transport(declared: bool) -> None:
+    asyncio.run(_capped(declared))
+
+
+async def _capped(declared: bool) -> None:
+    body = b"x" * 2000
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if declared:
+            return httpx.Response(200, content=body)
+        return httpx.Response(200, stream=httpx.ByteStream(body))  # no Content-Length
+
+    capped = CappedTransport(httpx.MockTransport(answer), cap=1000)
+    async with httpx.AsyncClient(transport=capped) as http:
+        with pytest.raises(ResponseTooLarge):
+            await http.get("http://remote.test/big")
+    fits = CappedTransport(httpx.MockTransport(answer), cap=2000)
+    async with httpx.AsyncClient(transport=fits) as http:
+        assert (await http.get("http://remote.test/big")).content == body
