@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio
 from a2a.server.agent_execution import RequestContext
 from a2a.server.agent_execution.active_task import ActiveTask
 from a2a.server.context import ServerCallContext
@@ -25,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo._exceptions import StudioloError
 from studiolo.faces.a2a.admin import admin_routes
@@ -128,11 +129,14 @@ class _ContextBuilder(DefaultServerCallContextBuilder):
 
 
 class _BearerGate:
-    """401 before any A2A handler runs unless the bearer token names a principal."""
+    """401 before any A2A handler runs unless the bearer token names a principal; and while a
+    response is open (a stream), the token is checked again every `recheck` seconds: once it
+    is revoked the response ends, as the API's event stream does."""
 
-    def __init__(self, app: ASGIApp, door: Coordinator) -> None:
+    def __init__(self, app: ASGIApp, door: Coordinator, recheck: float = 0.5) -> None:
         self._app = app
         self._door = door
+        self._recheck = recheck
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -145,11 +149,45 @@ class _BearerGate:
                 raise LookupError
             scope[_PRINCIPAL] = await run_in_threadpool(self._door.authenticate, token.strip())
         except (LookupError, StudioloError):
-            body = b'{"reason":"unauthenticated","detail":"a bearer token is required"}'
-            headers = {"WWW-Authenticate": "Bearer", "Content-Type": "application/json"}
-            await Response(body, status_code=401, headers=headers)(scope, receive, send)
+            await _unauthenticated(scope, receive, send)
             return
-        await self._app(scope, receive, send)
+        await self._while_valid(token.strip(), scope, receive, send)
+
+    async def _while_valid(self, token: str, scope: Scope, receive: Receive, send: Send) -> None:
+        started = ended = revoked = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started, ended
+            started = True
+            ended = message["type"] == "http.response.body" and not message.get("more_body", False)
+            await send(message)
+
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                nonlocal revoked
+                while True:
+                    await anyio.sleep(self._recheck)
+                    try:
+                        await run_in_threadpool(self._door.authenticate, token)
+                    except StudioloError:
+                        revoked = True
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            await self._app(scope, receive, sending)
+            tg.cancel_scope.cancel()
+        if revoked and not started:
+            await _unauthenticated(scope, receive, send)
+        elif revoked and not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _unauthenticated(scope: Scope, receive: Receive, send: Send) -> None:
+    body = b'{"reason":"unauthenticated","detail":"a bearer token is required"}'
+    headers = {"WWW-Authenticate": "Bearer", "Content-Type": "application/json"}
+    await Response(body, status_code=401, headers=headers)(scope, receive, send)
 
 
 def _files(renderer: Renderer) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import time
 from typing import Any
 
 import httpx
@@ -202,3 +203,26 @@ def test_a_requester_losing_its_grant_never_sees_failed(live: Live) -> None:
     states = [getattr(ev, ev.WhichOneof("payload")).status.state for ev in events]
     assert S.TASK_STATE_FAILED not in states
     assert seen.status.state == S.TASK_STATE_SUBMITTED  # the admin still sees the ledger's state
+
+
+def test_revoking_the_requesters_token_ends_its_open_stream(live: Live) -> None:
+    """As with the API's event stream: a revoked token's stream ends within a second or so."""
+    coord, admin = live.world.coord, live.world.admin
+    requester = coord.authenticate(live.requester_token)
+
+    async def go() -> tuple[int, float]:
+        seen = 0
+        revoked_at = 0.0
+        async with live.client("JSONRPC", streaming=True) as client:
+            try:
+                async for _ev in client.send_message(message("answer 42", live.skill)):
+                    seen += 1
+                    if seen == 1:
+                        coord.revoke_tokens(admin, requester.id)
+                        revoked_at = time.monotonic()
+            except Exception:  # the transport's view of a closed stream; the timing is the point
+                pass
+        return seen, time.monotonic() - revoked_at
+
+    seen, after = run(asyncio.wait_for(go(), 30))  # before: the stream ran until the timeout
+    assert seen >= 1 and after < 5, after
