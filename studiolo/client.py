@@ -497,6 +497,9 @@ class Client:
     def remote_orgs(self, project: str | None = None) -> list[s.RemoteOrgOut]:
         return self._many(s.RemoteOrgOut, f"{self._p(project)}/remote-orgs")
 
+    def revoke_remote_org(self, name: str, *, project: str | None = None) -> s.RemoteOrgOut:
+        return self._one(s.RemoteOrgOut, "POST", f"{self._p(project)}/remote-orgs/{_seg(name)}/revoke")
+
     def delegate(self, task_id: str, org: str, agent_url: str, skill: str | None = None) -> s.DelegationOut:
         body = q.DelegateIn(org=org, agent_url=agent_url, skill=skill)
         return self._one(s.DelegationOut, "POST", f"/v1/tasks/{_seg(task_id)}/delegations", body)

@@ -96,6 +96,28 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         tx.access.put_checker(c, tx.now, replace=tx.access.checker(project_id, c.name, c.version) is not None)
         return c.ref
 
+    def revoke_remote_org(self, caller: Principal, project_id: str, name: str) -> RemoteOrg:
+        """Stop trusting an organisation: no new delegation, and the grants of its principals are
+        revoked, so the completion contract refuses any result still in flight (audited)."""
+
+        def run(tx: Tx) -> RemoteOrg:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            org = tx.remote.org_by_name(project_id, str(name)[:100])
+            if org is None:
+                raise NotFound(f"remote organisation {str(name)[:100]!r} not found")
+            if org.live:
+                tx.remote.revoke_org(org.id, tx.now)
+                for who in (org.agent_id, org.verifier_id):
+                    for g in tx.access.grants_of(who, project_id):
+                        tx.access.revoke_grant(g.id, tx.now)
+                self.audit(tx, project_id, "a2a.remote_org.revoked", caller, org.id, name=org.name)
+            found = tx.remote.org(org.id)
+            assert found is not None
+            return found
+
+        return self.store.write(run)
+
     def remote_orgs(self, caller: Principal, project_id: str) -> list[RemoteOrg]:
         def run(tx: Tx) -> list[RemoteOrg]:
             self.require_project(tx, caller, project_id)

@@ -63,26 +63,31 @@ class RemoteWaitOps(WorkOps, CompletionOps):
         return self._move(dlg_id, _S.INDETERMINATE, reason=reason, evidence=evidence, blobs=blobs)
 
     def remote_keepalive(self, dlg_id: str) -> bool:
-        """Keep the local attempt's lease while the remote works; False once it is not current."""
+        """Keep the local attempt's lease while the remote works; False once it is not current.
+        A read decides first: the lease is renewed (a write) only once half of it has passed."""
 
-        def run(tx: Tx) -> bool:
+        def due(tx: Tx) -> bool | None:
             d = self._delegation(tx, dlg_id)
             attempt = tx.work.attempt(d.attempt_id)
             task = tx.work.task(d.task_id)
-            if (
-                attempt is None
-                or task is None
-                or task.current_attempt_id != attempt.id
-                or not self._live(tx, attempt)
-            ):
-                return False
-            if attempt.lease_deadline - tx.now > self.settings.max_lease_seconds / 2:
-                return True
-            tx.work.update_attempt(attempt.id, lease_deadline=tx.now + self.settings.max_lease_seconds)
-            self.audit(tx, d.project_id, "attempt.heartbeat", None, attempt.id, delegation=d.id)
-            return True
+            if attempt is None or task is None or task.current_attempt_id != attempt.id:
+                return None
+            if not self._live(tx, attempt):
+                return None
+            return attempt.lease_deadline - tx.now <= self.settings.max_lease_seconds / 2
 
-        return self.store.write(run)
+        def renew(tx: Tx) -> bool:
+            again = due(tx)
+            if again:
+                d = self._delegation(tx, dlg_id)
+                tx.work.update_attempt(d.attempt_id, lease_deadline=tx.now + self.settings.max_lease_seconds)
+                self.audit(tx, d.project_id, "attempt.heartbeat", None, d.attempt_id, delegation=d.id)
+            return again is not None
+
+        needed = self.store.read(due)
+        if needed is None:
+            return False
+        return self.store.write(renew) if needed else True
 
     def remote_finish(self, dlg_id: str, result: RemoteResult) -> RemoteDelegation:
         """The artifacts quiesced. A completed remote task becomes a candidate, a receipt by the

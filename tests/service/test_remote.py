@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized
+from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound
 from studiolo.core.model import TaskStatus
 from studiolo.core.quiescence import TaskState
 from studiolo.core.remote import (
@@ -204,3 +204,38 @@ def test_the_transition_table() -> None:
     for _ in RemoteState:
         reach |= {dst for src in reach for dst in TRANSITIONS.get(src, frozenset())}
     assert reach == set(RemoteState)
+
+
+def test_revoking_the_organisation_refuses_a_result_in_flight(world: World) -> None:
+    c = world.coord
+    _, d = _working(world)
+    org = c.revoke_remote_org(world.admin, world.project_id, "acme")
+    assert not org.live
+    out = c.remote_finish(d.id, _result())
+    assert (
+        out.state is RemoteState.REFUSED and c.list_artifacts(world.admin, world.project_id, "remote/") == []
+    )
+    other = world.new_task(criteria={"remote": "a2a-acme@1"}, scope=["remote/**"])
+    with pytest.raises(NotFound):
+        c.remote_org_for_task(world.admin, other.id, "acme")
+
+
+def test_a_contract_changed_while_the_remote_works_refuses_the_result(world: World) -> None:
+    c = world.coord
+    task_id, d = _working(world)
+    c.migrate_task(world.admin, task_id, scope=["remote/**", "docs/**"])  # the inputs were edited
+    out = c.remote_finish(d.id, _result())
+    assert out.state is RemoteState.REFUSED and "contract_mismatch" in (out.reason or "")
+
+
+def test_keepalive_renews_the_lease_only_when_half_is_gone(world: World) -> None:
+    c = world.coord
+    task_id, d = _working(world)
+    before = c.attempt(world.admin, d.attempt_id).lease_deadline
+    assert c.remote_keepalive(d.id) and c.attempt(world.admin, d.attempt_id).lease_deadline == before
+    world.clock.advance(c.settings.max_lease_seconds * 0.6)
+    assert c.remote_keepalive(d.id)
+    assert c.attempt(world.admin, d.attempt_id).lease_deadline > before
+    c.grant(world.admin, world.project_id, world.agent.id, ["write", "claim", "complete"], ["remote/**"])
+    c.reassign(world.admin, task_id, world.agent.id)
+    assert not c.remote_keepalive(d.id)

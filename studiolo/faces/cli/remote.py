@@ -68,6 +68,15 @@ def org_list(ctx: typer.Context, project: Project = None, json_out: JsonOpt = Fa
     emit(st, rows, lambda con: con.print(table(rows, ["id", "name", "checker", "target", "keys"])))
 
 
+@org_app.command("revoke")
+def org_revoke(ctx: typer.Context, name: str, project: Project = None, json_out: JsonOpt = False) -> None:
+    """Stop trusting an organisation: its grants are revoked; results in flight are refused."""
+    st = state(ctx, json_out)
+    with st.client() as c:
+        org = c.revoke_remote_org(name, project=project)
+    emit(st, org, lambda con: con.print(f"revoked [bold]{org.name}[/] ({org.id})"))
+
+
 @delegate_app.command("task")
 def delegate_task(
     ctx: typer.Context,

@@ -31,6 +31,14 @@ def remote_orgs(project_id: str, caller: Caller, door: Door) -> list[s.RemoteOrg
     return [s.RemoteOrgOut.model_validate(o) for o in door.remote_orgs(caller, project_id)]
 
 
+@router.post(
+    "/projects/{project_id}/remote-orgs/{name}/revoke",
+    summary="Stop trusting a remote organisation (results in flight are refused)",
+)
+def revoke_remote_org(project_id: str, name: str, caller: Caller, door: Door) -> s.RemoteOrgOut:
+    return s.RemoteOrgOut.model_validate(door.revoke_remote_org(caller, project_id, name))
+
+
 @router.post("/tasks/{task_id}/delegations", status_code=201, summary="Delegate a task to a remote A2A agent")
 def delegate_task(
     task_id: str, body: DelegateIn, caller: Caller, door: Door, request: Request
