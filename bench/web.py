@@ -32,7 +32,7 @@ sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != 
 
 import httpx  # noqa: E402
 
-from studiolo.core.model import Contract, Criterion, Task, TaskStatus  # noqa: E402
+from studiolo.core.model import Contract, Criterion, Task  # noqa: E402
 from studiolo.demo import DemoProject, setup_project  # noqa: E402
 from studiolo.faces.http.server import free_port  # noqa: E402
 from studiolo.faces.web.pages import PAGE_SIZE  # noqa: E402
@@ -94,17 +94,13 @@ def bulk(store: Store, project_id: str, tasks: int, events: int) -> None:
             tid = f"tsk_bench{i:08d}"
             contract = Contract(tid, (Criterion("tests", "unit@1"),), ("src/**",), 1)
             tx.work.add_task(
-                Task(
-                    tid,
-                    project_id,
-                    f"bulk task {i}",
-                    "",
-                    contract,
-                    contract.hash,
-                    TaskStatus.OPEN,
-                    None,
-                    0,
-                    now + i,
+                Task.open(
+                    id=tid,
+                    project_id=project_id,
+                    title=f"bulk task {i}",
+                    description="",
+                    contract=contract,
+                    created_at=now + i,
                 )
             )
             tx.audit.append(project_id, "task.created", None, tid, {"title": f"bulk task {i}"}, now + i)

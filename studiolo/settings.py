@@ -11,7 +11,7 @@ from pathlib import Path
 __all__ = ["ClientSettings", "Settings"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     database_url: str = "sqlite:///studiolo.db"
     max_blob_bytes: int = 8 * 1024 * 1024
@@ -82,7 +82,7 @@ class Settings:
         return f"sqlite:///{path}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClientSettings:
     """Where a client (the CLI) finds the service: flags > environment > config file.
 

@@ -20,7 +20,7 @@ class Fact(StrEnum):
     CANCELLED = "cancelled"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TaskEvidence:
     """What the ledger can show about a task, gathered by the coordinator."""
 

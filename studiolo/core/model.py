@@ -129,7 +129,7 @@ class Contract:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Task:
     id: str
     project_id: str
@@ -146,6 +146,24 @@ class Task:
     @property
     def active(self) -> bool:
         return self.status in (TaskStatus.OPEN, TaskStatus.CLAIMED)
+
+    @classmethod
+    def open(
+        cls, *, id: str, project_id: str, title: str, description: str, contract: Contract, created_at: float
+    ) -> Task:
+        """A new task: open, unclaimed, no fence issued yet, bound to its contract's hash."""
+        return cls(
+            id=id,
+            project_id=project_id,
+            title=title,
+            description=description,
+            contract=contract,
+            contract_hash=contract.hash,
+            status=TaskStatus.OPEN,
+            current_attempt_id=None,
+            fence=0,
+            created_at=created_at,
+        )
 
 
 @dataclass(frozen=True)
@@ -205,7 +223,7 @@ class Checker:
         return f"{self.name}@{self.version}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Receipt:
     id: str
     project_id: str
@@ -257,7 +275,7 @@ class Completion:
     revisions: Mapping[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Observation:
     id: str
     project_id: str
@@ -269,7 +287,7 @@ class Observation:
     observer_id: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Handoff:
     id: str
     task_id: str

@@ -10,7 +10,7 @@ from typing import Any
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound
 from studiolo.core.intake import Delegation, IntakeTemplate
-from studiolo.core.model import Action, Contract, Principal, Task, TaskStatus
+from studiolo.core.model import Action, Principal, Task, TaskStatus
 from studiolo.core.paths import matches_any
 from studiolo.keys import ServiceKey
 from studiolo.service.admin import _name, _scope
@@ -199,22 +199,17 @@ class A2AOps(WorkOps, ViewOps):
 
     def _intake_task(self, tx: Tx, caller: Principal, t: IntakeTemplate, q: DelegationRequest) -> Task:
         task_id = self.ids.new("tsk")
-        c = self._contract(tx, t.project_id, task_id, t.criteria, t.scope, t.policy_version)
-        contract = Contract(c.task_id, c.criteria, c.scope, c.policy_version)
+        contract = self._contract(tx, t.project_id, task_id, t.criteria, t.scope, t.policy_version)
         description = q.description
         if q.inputs:
             description += "\n\nInputs (JSON, from the requester):\n" + _json_text(q.inputs)
-        task = Task(
-            task_id,
-            t.project_id,
-            q.title,
-            description,
-            contract,
-            contract.hash,
-            TaskStatus.OPEN,
-            None,
-            0,
-            tx.now,
+        task = Task.open(
+            id=task_id,
+            project_id=t.project_id,
+            title=q.title,
+            description=description,
+            contract=contract,
+            created_at=tx.now,
         )
         tx.work.add_task(task)
         self.audit(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound, Unauthenticated
@@ -218,7 +218,7 @@ class AdminOps(Base):
             target = self._principal_for_admin(tx, caller, principal_id, allow_self=False)
             tx.access.set_public_key(target.id, key)
             self.audit(tx, target.project_id, "principal.key_set", caller, target.id, key=key)
-            return Principal(target.id, target.project_id, target.name, target.kind, key)
+            return replace(target, public_key=key)
 
         return self.store.write(run)
 

@@ -304,7 +304,14 @@ class ContentOps(Base):
             self.require(tx, caller, project_id, Action.OBSERVE, norm)
             _require_observable(tx, project_id, norm, revision, digest)
             obs = Observation(
-                self.ids.new("obs"), project_id, norm, revision, digest, kind, tx.now, caller.id
+                id=self.ids.new("obs"),
+                project_id=project_id,
+                target=norm,
+                revision=revision,
+                digest=digest,
+                kind=kind,
+                observed_at=tx.now,
+                observer_id=caller.id,
             )
             tx.content.add_observation(obs)
             self.audit(

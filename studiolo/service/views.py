@@ -219,15 +219,15 @@ class ViewOps(Base):
             if attempt.principal_id != caller.id:
                 raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
             h = Handoff(
-                self.ids.new("hnd"),
-                task.id,
-                attempt.id,
-                caller.id,
-                task.contract_hash,
-                arts,
-                obl,
-                notes,
-                tx.now,
+                id=self.ids.new("hnd"),
+                task_id=task.id,
+                attempt_id=attempt.id,
+                principal_id=caller.id,
+                contract_hash=task.contract_hash,
+                artifacts=arts,
+                obligations=obl,
+                notes=notes,
+                created_at=tx.now,
             )
             tx.work.add_handoff(h)
             self.audit(tx, task.project_id, "handoff.left", caller, task.id, handoff=h.id)

@@ -51,26 +51,23 @@ class WorkOps(Base):
             self.require_project(tx, caller, project_id)
             self.require(tx, caller, project_id, Action.ADMIN)
             task_id = self.ids.new("tsk")
-            contract = self._contract(tx, project_id, task_id, criteria, patterns, policy_version)
-            contract = Contract(
-                contract.task_id,
-                contract.criteria,
-                contract.scope,
-                contract.policy_version,
-                requires_deployment,
-                allow_evidence_reuse,
-            )
-            task = Task(
-                task_id,
+            contract = self._contract(
+                tx,
                 project_id,
-                title,
-                description,
-                contract,
-                contract.hash,
-                TaskStatus.OPEN,
-                None,
-                0,
-                tx.now,
+                task_id,
+                criteria,
+                patterns,
+                policy_version,
+                requires_deployment=requires_deployment,
+                allow_evidence_reuse=allow_evidence_reuse,
+            )
+            task = Task.open(
+                id=task_id,
+                project_id=project_id,
+                title=title,
+                description=description,
+                contract=contract,
+                created_at=tx.now,
             )
             tx.work.add_task(task)
             self.audit(
@@ -95,6 +92,9 @@ class WorkOps(Base):
         criteria: Mapping[str, str],
         scope: tuple[str, ...],
         policy_version: int | None,
+        *,
+        requires_deployment: bool = False,
+        allow_evidence_reuse: bool = False,
     ) -> Contract:
         if not isinstance(criteria, Mapping) or not criteria:
             raise InvalidRequest("a contract needs at least one criterion → checker name@version")
@@ -113,7 +113,14 @@ class WorkOps(Base):
             policy_version = latest.version
         elif tx.access.policy(project_id, policy_version) is None:
             raise InvalidRequest(f"policy version {policy_version} does not exist")
-        return Contract(task_id, tuple(crits), scope, policy_version)
+        return Contract(
+            task_id=task_id,
+            criteria=tuple(crits),
+            scope=scope,
+            policy_version=policy_version,
+            requires_deployment=requires_deployment,
+            allow_evidence_reuse=allow_evidence_reuse,
+        )
 
     def cancel_task(self, caller: Principal, task_id: str, reason: str = "") -> Task:
         def run(tx: Tx) -> Task:
@@ -147,14 +154,15 @@ class WorkOps(Base):
             crit = criteria if criteria is not None else {c.id: c.checker for c in old.criteria}
             patterns = _scope(scope) if scope is not None else old.scope
             version = policy_version if policy_version is not None else old.policy_version
-            new = self._contract(tx, task.project_id, task.id, crit, patterns, version)
-            new = Contract(
-                new.task_id,
-                new.criteria,
-                new.scope,
-                new.policy_version,
-                old.requires_deployment,
-                old.allow_evidence_reuse,
+            new = self._contract(
+                tx,
+                task.project_id,
+                task.id,
+                crit,
+                patterns,
+                version,
+                requires_deployment=old.requires_deployment,
+                allow_evidence_reuse=old.allow_evidence_reuse,
             )
             tx.work.update_task(task.id, contract=new, contract_hash=new.hash)
             self.audit(

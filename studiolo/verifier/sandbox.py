@@ -41,7 +41,7 @@ _GIB = 1024**3
 _MIB = 1024**2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Limits:
     """Ceilings for one check. `None` leaves a resource at the verifier's own limit."""
 
