@@ -26,7 +26,8 @@ import jwt
 from a2a.client import ClientConfig, create_client
 from a2a.client.card_resolver import parse_agent_card
 from a2a.client.client import Client as A2AClient
-from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest
+from a2a.client.errors import A2AClientTimeoutError
+from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task
 from a2a.types.a2a_pb2 import TaskState as WireState
 from a2a.utils.signing import create_signature_verifier
 
@@ -303,18 +304,19 @@ class Requester:
             {"title": title, **({"skill": d.evidence["skill"]} if d.evidence.get("skill") else {})}
         )
         try:
-            async for event in client.send_message(SendMessageRequest(message=msg)):
-                if event.HasField("task"):
-                    state = TaskState.from_wire(_wire_name(event.task.status.state))
-                    await asyncio.to_thread(self.door.remote_sent, d.id, event.task.id, state.value)
-                    return
-        except (httpx.TransportError, TimeoutError):
-            await self._pause()  # unreachable for now: the next step sends again
+            task = await _first_task(client, SendMessageRequest(message=msg))
+        except Exception as exc:
+            if _transient(exc):
+                await self._pause()  # unreachable for now: the next step sends again
+                return
+            why = f"the remote refused the message: {type(exc).__name__}: {exc}"
+            await asyncio.to_thread(self.door.remote_send_failed, d.id, why)
             return
-        except Exception as exc:  # the remote refused the message (A2A error)
-            await asyncio.to_thread(self.door.remote_send_failed, d.id, f"{type(exc).__name__}: {exc}")
+        if task is None:
+            await asyncio.to_thread(self.door.remote_send_failed, d.id, "the remote answered without a task")
             return
-        await asyncio.to_thread(self.door.remote_send_failed, d.id, "the remote answered without a task")
+        state = TaskState.from_wire(_wire_name(task.status.state))
+        await asyncio.to_thread(self.door.remote_sent, d.id, task.id, state.value)
 
     async def _poll(self, client: A2AClient, d: RemoteDelegation) -> None:
         assert d.remote_task_id is not None
@@ -394,6 +396,28 @@ class Requester:
             self.door.remote_finish(d.id, result)
         else:
             self.door.remote_indeterminate(d.id, out.reason, result)
+
+
+async def _first_task(client: A2AClient, request: SendMessageRequest) -> Task | None:
+    async for event in client.send_message(request):
+        if event.HasField("task"):
+            return event.task
+    return None
+
+
+def _transient(exc: BaseException) -> bool:
+    """A network failure, a timeout, or an overloaded remote (5xx, 429): worth sending again.
+    Anything else (an A2A error, a 4xx) is the remote refusing the message."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(
+            seen, httpx.TransportError | httpx.TimeoutException | TimeoutError | A2AClientTimeoutError
+        ):
+            return True
+        if isinstance(seen, httpx.HTTPStatusError):
+            return seen.response.status_code >= 500 or seen.response.status_code == 429
+        seen = seen.__cause__
+    return False
 
 
 def _fetcher(

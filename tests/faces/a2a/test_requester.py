@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.client.errors import A2AClientError, A2AClientTimeoutError
 from typer.testing import CliRunner
 
 from studiolo._exceptions import InvalidRequest
@@ -19,7 +20,7 @@ from studiolo.client import Client
 from studiolo.core.model import TaskStatus
 from studiolo.core.remote import RemoteDelegation, RemoteState
 from studiolo.faces.a2a.capped import CappedTransport, ResponseTooLarge
-from studiolo.faces.a2a.requester import Requester, fetch_verified_card
+from studiolo.faces.a2a.requester import Requester, _transient, fetch_verified_card
 from studiolo.faces.cli import build_app
 from studiolo.faces.http.server import ServerThread
 from studiolo.keys import ServiceKey
@@ -290,3 +291,25 @@ async def _capped(declared: bool) -> None:
     fits = CappedTransport(httpx.MockTransport(answer), cap=2000)
     async with httpx.AsyncClient(transport=fits) as http:
         assert (await http.get("http://remote.test/big")).content == body
+
+
+def _wrapped(cause: BaseException) -> A2AClientError:
+    try:
+        raise A2AClientError("wrapped by the SDK") from cause
+    except A2AClientError as exc:
+        return exc
+
+
+def _status(code: int) -> httpx.HTTPStatusError:
+    request = httpx.Request("POST", "http://remote.test/a2a/jsonrpc")
+    return httpx.HTTPStatusError("status", request=request, response=httpx.Response(code, request=request))
+
+
+def test_which_send_failures_are_tried_again() -> None:
+    """The SDK wraps network errors and HTTP statuses in A2AClientError: the cause decides."""
+    assert _transient(_wrapped(httpx.ConnectError("refused")))
+    assert _transient(A2AClientTimeoutError("slow"))
+    assert _transient(_wrapped(_status(503))) and _transient(_wrapped(_status(429)))
+    assert not _transient(_wrapped(_status(400)))
+    assert not _transient(A2AClientError("the remote refused"))
+    assert not _transient(ValueError("malformed"))
