@@ -10,6 +10,7 @@ from studiolo.service.completion import CompletionOps, CompletionOutcome, make_r
 from studiolo.service.content import ArtifactContent, CandidateDraft, ContentOps
 from studiolo.service.dashboard import DashboardOps, TaskListPage, TaskPage
 from studiolo.service.evidence import EvidenceOps, VerificationItem
+from studiolo.service.feed import EventAccess, FeedBatch, FeedOps
 from studiolo.service.remote import RemoteOps
 from studiolo.service.views import AuditReport, HandoffView, Orientation, TaskView, ViewOps
 from studiolo.service.work import WorkOps
@@ -22,6 +23,8 @@ __all__ = [
     "Coordinator",
     "DelegatedView",
     "DelegationRequest",
+    "EventAccess",
+    "FeedBatch",
     "HandoffView",
     "IdSource",
     "Issued",
@@ -38,6 +41,15 @@ __all__ = [
 
 
 class Coordinator(
-    RemoteOps, A2AOps, AdminOps, WorkOps, ContentOps, EvidenceOps, CompletionOps, DashboardOps, ViewOps
+    RemoteOps,
+    A2AOps,
+    AdminOps,
+    WorkOps,
+    ContentOps,
+    EvidenceOps,
+    CompletionOps,
+    DashboardOps,
+    FeedOps,
+    ViewOps,
 ):
     """The coordinator: admin, work, content, evidence, completion and views in one door."""

@@ -264,10 +264,7 @@ class ViewOps(Base):
 
     def readable_events(self, tx: Tx, caller: Principal, project_id: str, events: list[Event]) -> list[Event]:
         """Events naming a path outside the caller's read scope come `withheld`."""
-        may_read = self.path_reader(tx, caller, project_id)
-        if may_read is None:
-            return events
-        return [e if all(map(may_read, _paths_of(e))) else _withheld(e) for e in events]
+        return visible_events(self.path_reader(tx, caller, project_id), events)
 
     def verify_audit(self, since: AuditReport | None = None) -> AuditReport:
         """Walk the whole chain: every hash recomputes and links to its predecessor. With
@@ -319,6 +316,13 @@ class ViewOps(Base):
 
 _PATH_SUBJECTS = frozenset({"artifact.edited", "observation.recorded"})
 _PATH_MAPS = ("files", "bases", "file_deps", "revisions")
+
+
+def visible_events(may_read: Callable[[str], bool] | None, events: list[Event]) -> list[Event]:
+    """Each event as a reader with this path filter sees it (None: every path)."""
+    if may_read is None:
+        return events
+    return [e if all(map(may_read, _paths_of(e))) else _withheld(e) for e in events]
 
 
 def _paths_of(e: Event) -> set[str]:

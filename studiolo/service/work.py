@@ -19,7 +19,7 @@ from studiolo.core.model import (
 )
 from studiolo.service._base import Base, check_id
 from studiolo.service.admin import _scope
-from studiolo.store import Tx
+from studiolo.store import Tx, volatile
 
 _MIN_LEASE_SECONDS = 1.0  # shorter leases expire before a heartbeat can renew them
 
@@ -230,7 +230,7 @@ class WorkOps(Base):
                 raise Conflict("the attempt is no longer live", reason="attempt_not_active")
             return replace(attempt, lease_deadline=deadline)
 
-        return self.store.write(run, durable=False)
+        return self.store.write(volatile(run))
 
     def release(self, caller: Principal, attempt_id: str) -> Attempt:
         def run(tx: Tx) -> Attempt:

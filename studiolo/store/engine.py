@@ -5,11 +5,14 @@ log is a total order. Both back-ends therefore run writers one at a time and mak
 transaction read the state the previous one committed.
 
 SQLite: WAL, `BEGIN IMMEDIATE` for every write (one writer at a time, across processes).
-Writers first take a blocking `flock` on `<ledger>.writer-lock` (the *writer lock*): several
-server processes (`serve --workers N`) queue in the kernel instead of busy-waiting in
-SQLite's busy handler, which sleeps up to 100 ms between tries. A write may be marked not
+A process's concurrent writes commit in groups, each write in its own savepoint of one
+transaction with one fsync (`group.py`). A group first takes a blocking `flock` on
+`<ledger>.writer-lock` (the *writer lock*): several server processes (`serve --workers N`)
+queue in the kernel instead of busy-waiting in SQLite's busy handler, which sleeps up to
+100 ms between tries. A write may be marked not
 durable (a lease extension): it commits with `synchronous=NORMAL`, no fsync of its own; the
-next durable commit's fsync of the WAL carries it, and losing it only shortens a lease.
+next durable commit's fsync of the WAL carries it, and losing it only shortens a lease
+(`store.write(volatile(fn))`).
 The ledger holds the service signing key, so a new SQLite file is created 0600 (SQLite gives
 its -wal and -shm files the database file's mode) and a missing directory for it 0700.
 
@@ -50,6 +53,7 @@ from studiolo.store.access import AccessRepo
 from studiolo.store.audit import AuditRepo, MetaRepo
 from studiolo.store.content import ContentRepo
 from studiolo.store.evidence import EvidenceRepo
+from studiolo.store.group import GroupCommit, Job
 from studiolo.store.remote import RemoteRepo
 from studiolo.store.work import WorkRepo
 
@@ -62,6 +66,7 @@ ClockSource = Literal["database", "service"]
 WRITER_GATE = 0x5354_4C4F_0001  # pg_advisory_lock key of the writer gate ("STLO" 1)
 MIGRATION_LOCK = 0x5354_4C4F_0002  # held while migrating or restoring
 
+_SQLITE_POOL = 48
 _RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 _BACKOFF_BASE = 0.002
 _BACKOFF_CAP = 0.25
@@ -155,6 +160,7 @@ class Store:
         self._local_writer = threading.Lock()  # one writer per process waits on the gate
         self._lock_path = _writer_lock_path(url) if self.is_sqlite else None
         self._lock_fd: int | None = None
+        self._group = GroupCommit(self._commit_group, self._local_writer)  # SQLite writes
         self._writing = threading.local()  # a nested write would wait for itself: refuse it
         self.retries = 0  # serialization failures retried (for metrics and tests)
 
@@ -176,21 +182,20 @@ class Store:
             self._lock_fd = None
 
     # transactions ---------------------------------------------------------------
-    def write(self, fn: Callable[[Tx], T], *, durable: bool = True) -> T:
+    def write(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` in one serializable write transaction; retry on serialization failure.
 
-        `durable=False` (SQLite): commit without an fsync of its own; a crash may lose it
-        until the next durable commit. Only for writes whose loss is safe (a lease extension)."""
+        `fn` marked `volatile(fn)` (SQLite): commit without an fsync of its own; a crash may
+        lose it until the next durable commit. Only for writes whose loss is safe."""
 
         if getattr(self._writing, "active", False):
             raise RuntimeError("store.write inside store.write: one operation is one transaction")
 
+        if self.is_sqlite:
+            return self._with_retry(lambda: self._group.submit(fn))
+
         def once() -> T:
-            with (
-                self._local_writer,
-                self._writer_lock(),
-                self._transaction(write=True, durable=durable) as tx,
-            ):
+            with self._local_writer, self._transaction(write=True) as tx:
                 self._writing.active = True
                 try:
                     return fn(tx)
@@ -198,6 +203,37 @@ class Store:
                     self._writing.active = False
 
         return self._with_retry(once)
+
+    def _commit_group(self, jobs: list[Job[Any]]) -> None:
+        """SQLite: run queued writes, each in its savepoint, in one transaction (`group.py`)."""
+        durable = any(job.durable for job in jobs)
+        with self._writer_lock(), self.engine.connect() as conn:
+            if not durable:
+                conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                try:
+                    for job in jobs:
+                        self._run_job(conn, job)
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+            finally:
+                if not durable:
+                    conn.exec_driver_sql("PRAGMA synchronous=FULL")
+
+    def _run_job(self, conn: Connection, job: Job[Any]) -> None:
+        conn.exec_driver_sql("SAVEPOINT studiolo_op")
+        self._writing.active = True
+        try:
+            job.result = job.fn(self._open(conn, write=True))
+        except Exception as exc:  # this write fails alone: undo its effects, keep the group
+            conn.exec_driver_sql("ROLLBACK TO studiolo_op")
+            job.error = exc
+        finally:
+            self._writing.active = False
+        conn.exec_driver_sql("RELEASE studiolo_op")
 
     def read(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` on one consistent snapshot (no writes)."""
@@ -269,17 +305,11 @@ class Store:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
-    def _transaction(self, *, write: bool, durable: bool = True) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool) -> Iterator[Tx]:
         with self.engine.connect() as conn:
             if self.is_sqlite:
-                if not durable:
-                    conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
-                try:
-                    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-                    yield from self._run(conn, write=write)
-                finally:
-                    if not durable:
-                        conn.exec_driver_sql("PRAGMA synchronous=FULL")
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+                yield from self._run(conn, write=write)
                 return
             if write:
                 with self._gated(conn):
@@ -400,9 +430,14 @@ def _autocommit_execute(raw: Any, sql: str, key: int) -> None:
 def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int) -> Engine:
     if dialect == "sqlite":
         _create_private_sqlite_file(url)
+        # Keep a connection per server thread (anyio's pool has 40): a SQLite connection is
+        # cheap to keep and costly to open (a file, the pragmas, a WAL index map).
+        on_disk = _writer_lock_path(url) is not None
+        pool = {"pool_size": _SQLITE_POOL, "max_overflow": _SQLITE_POOL} if on_disk else {}
         engine = create_engine(
             url,
             connect_args={"isolation_level": None, "check_same_thread": False, "timeout": 30},
+            **pool,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine

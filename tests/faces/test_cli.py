@@ -282,7 +282,9 @@ def test_local_init_audit_and_demo(tmp_path: Path) -> None:
 
 def test_serve_and_run_prepare_then_serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     served: list[Any] = []
-    monkeypatch.setattr("studiolo.faces.http.server.serve", lambda coord, settings: served.append(settings))
+    monkeypatch.setattr(
+        "studiolo.faces.http.server.serve", lambda coord, settings, workers=1: served.append(settings)
+    )
     monkeypatch.chdir(tmp_path)
     url = f"sqlite:///{tmp_path / 'served.db'}"
     out = runner.invoke(app, ["serve", "--database-url", url, "--port", "9999"])

@@ -72,7 +72,15 @@ def init(
     emit(st, out, human)
 
 
-def serve(ctx: typer.Context, database_url: DatabaseUrl = None, host: Host = None, port: Port = None) -> None:
+def serve(
+    ctx: typer.Context,
+    database_url: DatabaseUrl = None,
+    host: Host = None,
+    port: Port = None,
+    workers: Annotated[
+        int, typer.Option(min=1, max=64, help="server processes sharing the socket and the ledger")
+    ] = 1,
+) -> None:
     """Serve the HTTP API (initializes an empty ledger first, printing its admin token once)."""
     from studiolo.faces.http.server import serve as serve_http
 
@@ -83,7 +91,7 @@ def serve(ctx: typer.Context, database_url: DatabaseUrl = None, host: Host = Non
     if issued is not None:
         console.print(f"initialized {settings.database_url}; admin token (shown once): {issued.token}")
     console.print(f"serving {settings.public_url} (OpenAPI: {settings.public_url}/openapi.json)")
-    serve_http(coordinator, settings)
+    serve_http(coordinator, settings, workers)
 
 
 def run(

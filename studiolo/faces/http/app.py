@@ -8,6 +8,7 @@ from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
 from studiolo.faces.a2a.requester import mount_requester
 from studiolo.faces.http.deps import AuthenticateFirst
+from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
 from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
 from studiolo.faces.http.openapi import install_openapi
@@ -29,6 +30,7 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     app.state.metrics = Metrics()
     app.state.event_poll_seconds = event_poll_seconds
     app.state.stream_slots = StreamSlots(settings.max_streams_per_principal)
+    app.state.feeds = Feeds(coordinator, event_poll_seconds)  # one reader per followed project
     for router in ROUTERS:
         app.include_router(router)
     install_web(app)  # the dashboard, under /ui

@@ -2,15 +2,27 @@
 
 No `limit_concurrency`: it counts sockets, so idle ones made uvicorn answer 503 to everyone.
 The protocol closes slow and surplus connections; `InFlightLimit` counts requests.
+
+`serve(..., workers=N)`: the parent binds the socket, lets go of its own ledger connections,
+and forks N processes that each build their own door over the same ledger and accept on the
+shared socket (the kernel hands each connection to one of them). Writes from all of them
+queue on the store's writer lock (SQLite) or writer gate (PostgreSQL). A worker that dies is
+replaced; SIGTERM or SIGINT stops them all. The per-process limits (connections per
+address, requests in flight, streams per principal) and dashboard sessions are per worker.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import resource
+import signal
 import socket
+import sys
 import threading
 import time
-from types import TracebackType
+from collections.abc import Callable
+from types import FrameType, TracebackType
 
 import uvicorn
 
@@ -35,10 +47,95 @@ def _config(coordinator: Coordinator, settings: Settings, host: str, port: int) 
     )
 
 
-def serve(coordinator: Coordinator, settings: Settings) -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM)."""
+def serve(coordinator: Coordinator, settings: Settings, workers: int = 1) -> None:
+    """Serve until interrupted (Ctrl-C / SIGTERM), in this process or in `workers` forks."""
     raise_open_files_limit()
-    uvicorn.Server(_config(coordinator, settings, settings.host, settings.port)).run()
+    if workers <= 1:
+        uvicorn.Server(_config(coordinator, settings, settings.host, settings.port)).run()
+        return
+    sock = _listen(settings.host, settings.port)
+    coordinator.store.dispose()  # no ledger connection may cross a fork
+    door, store = type(coordinator), type(coordinator.store)
+    _Supervisor(lambda: _worker(door(store(settings.database_url), settings), sock), workers).run()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket the workers share (bound before any app or thread exists)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _worker(coordinator: Coordinator, sock: socket.socket) -> None:
+    config = _config(coordinator, coordinator.settings, coordinator.settings.host, coordinator.settings.port)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+class _Supervisor:
+    """Forks the workers, replaces one that dies, and stops them all on SIGTERM / SIGINT."""
+
+    def __init__(self, target: Callable[[], None], workers: int) -> None:
+        self._target = target
+        self._wanted = workers
+        self._children: set[int] = set()
+        self._stopping = False
+
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        while not self._stopping:
+            while len(self._children) < self._wanted and not self._stopping:
+                self._children.add(self._fork())
+            try:
+                pid, _ = os.wait()
+            except ChildProcessError:
+                continue
+            except InterruptedError:  # pragma: no cover - PEP 475 retries wait() itself
+                continue
+            self._children.discard(pid)
+        self._reap()
+
+    def _fork(self) -> int:
+        pid = os.fork()
+        if pid == 0:  # the worker: uvicorn installs its own signal handlers
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            code = 0
+            try:
+                self._target()
+            except BaseException:  # a worker that fails exits; the supervisor replaces it
+                code = 1
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        return pid
+
+    def _stop(self, signum: int, _frame: FrameType | None) -> None:
+        self._stopping = True
+        for pid in self._children:
+            with _suppress_gone():
+                os.kill(pid, signal.SIGTERM)
+
+    def _reap(self) -> None:
+        deadline = time.monotonic() + 10
+        while self._children and time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                time.sleep(0.05)
+            self._children.discard(pid)
+        for pid in self._children:
+            with _suppress_gone():
+                os.kill(pid, signal.SIGKILL)
+
+
+def _suppress_gone() -> contextlib.AbstractContextManager[None]:
+    return contextlib.suppress(ProcessLookupError)
 
 
 def raise_open_files_limit(wanted: int = 65536) -> int:

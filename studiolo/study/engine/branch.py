@@ -55,14 +55,12 @@ class BranchStore(Store):
         self.writer_gate = False
         self.engine = base.engine
         self._local_writer = threading.Lock()
-        self._lock_path = None
-        self._lock_fd = None
         self.retries = 0
         self._open_tx = open_tx
         self._savepoint = savepoint
         self._manual_clock = clock
 
-    def write(self, fn: Callable[[Tx], T], *, durable: bool = True) -> T:
+    def write(self, fn: Callable[[Tx], T]) -> T:
         return self._atomic(fn, write=True)
 
     def read(self, fn: Callable[[Tx], T]) -> T:

@@ -7,7 +7,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
@@ -17,9 +16,10 @@ from studiolo._exceptions import StudioloError
 from studiolo.api import responses as s
 from studiolo.core.model import Event
 from studiolo.faces.http.deps import BearerToken, Caller, Door
+from studiolo.faces.http.feed import Feeds, ProjectFeed, sse_of
 from studiolo.faces.http.limits import StreamSlots
 from studiolo.faces.http.problems import problem_response
-from studiolo.service import Coordinator
+from studiolo.service import Coordinator, EventAccess
 
 __all__ = ["router"]
 
@@ -57,17 +57,22 @@ async def stream_events(
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
 ) -> Response:
     start = max(after, int(last_event_id) if last_event_id and last_event_id.isdigit() else 0)
-    first = await run_in_threadpool(door.events, caller, project_id, start, 1000)  # 404 before streaming
+    access = await run_in_threadpool(door.event_access, caller, project_id)  # 404 before streaming
     slots: StreamSlots = request.app.state.stream_slots
     if not slots.acquire(caller.id):
         detail = f"this principal already holds {slots.per_principal} open event streams"
         return problem_response(429, reason="too_many_streams", detail=detail, headers={"Retry-After": "5"})
-    poll: float = request.app.state.event_poll_seconds
-    body = _follow(door, token, project_id, first, start, poll, time.monotonic() + timeout)
+    feeds: Feeds = request.app.state.feeds
+    feed = feeds.join(project_id)  # joined before the first read: that read covers its floor
+
+    def release() -> None:
+        slots.release(caller.id)
+        feeds.leave(feed)
+
+    follower = _Follower(door, token, feed, access, start)
+    body = follower.follow(time.monotonic() + timeout)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return _SlotStream(
-        body, lambda: slots.release(caller.id), media_type="text/event-stream", headers=headers
-    )
+    return _SlotStream(body, release, media_type="text/event-stream", headers=headers)
 
 
 class _SlotStream(StreamingResponse):
@@ -84,39 +89,77 @@ class _SlotStream(StreamingResponse):
             self._release()
 
 
-async def _follow(
-    door: Coordinator,
-    token: str,
-    project_id: str,
-    batch: list[Event],
-    after: int,
-    poll: float,
-    deadline: float,
-) -> AsyncIterator[str]:
-    yield ": studiolo events\n\n"
-    quiet_since = time.monotonic()
-    while True:
-        for e in batch:
-            yield _sse(e.kind, s.EventOut.model_validate(e).model_dump(), str(e.seq))
-            after = e.seq
-        if batch:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > _KEEPALIVE_SECONDS:
-            yield ": keep-alive\n\n"
-            quiet_since = time.monotonic()
-        if time.monotonic() >= deadline:
-            return
-        await anyio.sleep(poll if len(batch) < 1000 else 0)
-        try:
-            batch = await run_in_threadpool(_next, door, token, project_id, after)
-        except StudioloError as exc:  # the token or the caller's grant was revoked mid-stream
-            yield _sse("error", {**exc.to_dict(), "status": exc.status}, None)
-            return
+class _Follower:
+    """One stream: its own read until it reaches the project's feed, then the feed's events
+    through its own access, re-checked (token and grants) when the auth generation moves."""
+
+    def __init__(
+        self, door: Coordinator, token: str, feed: ProjectFeed, access: EventAccess, after: int
+    ) -> None:
+        self.door, self.token, self.feed, self.access = door, token, feed, access
+        self.after = after
+        self.checked = access.generation  # the feed generation the access was checked at
+
+    async def follow(self, deadline: float) -> AsyncIterator[str]:
+        yield ": studiolo events\n\n"
+        await self.feed.ready()
+        quiet_since = time.monotonic()
+        while True:
+            try:
+                texts = await self._next()
+            except StudioloError as exc:  # the token or the caller's grant was revoked mid-stream
+                yield _sse("error", {**exc.to_dict(), "status": exc.status}, None)
+                return
+            for text in texts:
+                yield text
+            if texts:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since > _KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                quiet_since = time.monotonic()
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            if len(texts) < 1000:
+                wait = min(deadline, quiet_since + _KEEPALIVE_SECONDS) - now
+                await self.feed.moved(max(wait, 0.0))
+
+    async def _next(self) -> list[str]:
+        if self.feed.generation != self.checked:
+            self.checked = self.feed.generation
+            self.access = await run_in_threadpool(_recheck, self.door, self.token, self.feed.project_id)
+        events = self.feed.since(self.after)
+        if events is None:
+            return await self._read_alone()
+        shown = self.access.visible(events)
+        if shown:
+            self.after = shown[-1].seq
+        return [
+            sse_of(self.feed, e, _event_sse) if e is raw else _event_sse(e)
+            for e, raw in zip(shown, events, strict=True)
+        ]
+
+    async def _read_alone(self) -> list[str]:
+        """Behind the feed's buffer: one page through the door; caught up, the cursor moves to
+        the floor (the page covered every event up to it: it began after the floor was set)."""
+        floor = self.feed.floor
+        page = await run_in_threadpool(
+            self.door.events, self.access.caller, self.feed.project_id, self.after, 1000
+        )
+        if page:
+            self.after = page[-1].seq
+        if len(page) < 1000:
+            self.after = max(self.after, floor)
+        return [_event_sse(e) for e in page]
 
 
-def _next(door: Coordinator, token: str, project_id: str, after: int) -> list[Event]:
-    """Each poll re-authenticates the token: a revoked token or grant ends the stream."""
-    return door.events(door.authenticate(token), project_id, after, 1000)
+def _recheck(door: Coordinator, token: str, project_id: str) -> EventAccess:
+    """The token authenticated again and the caller's read access checked again."""
+    return door.event_access(door.authenticate(token), project_id)
+
+
+def _event_sse(e: Event) -> str:
+    return _sse(e.kind, s.EventOut.model_validate(e).model_dump(), str(e.seq))
 
 
 def _sse(kind: str, data: dict[str, Any], seq: str | None) -> str:

@@ -1,0 +1,67 @@
+"""Following a project's events with one read per project, not one per follower.
+
+A face that serves many followers of one project (the HTTP event stream) reads the project's
+new events once with `event_feed` and shows each follower only what its `EventAccess` lets
+it see. An access is valid for one *auth generation* (`_auth.py`): every revocation bumps
+it, and `event_feed` returns the generation it read at, so a face re-checks each follower
+(`event_access` again, with its token re-authenticated) when the feed's generation moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from studiolo.core.model import Action, Event, Principal
+from studiolo.service._base import Base
+from studiolo.service.views import visible_events
+from studiolo.store import Tx
+
+__all__ = ["EventAccess", "FeedBatch", "FeedOps"]
+
+
+@dataclass(frozen=True)
+class EventAccess:
+    """What one caller may see of one project's events, as of one auth generation."""
+
+    caller: Principal
+    project_id: str
+    generation: tuple[str, str]
+    may_read: Callable[[str], bool] | None  # None: every path
+
+    def visible(self, events: list[Event]) -> list[Event]:
+        """Events naming a path outside the caller's read scope come `withheld`."""
+        return visible_events(self.may_read, events)
+
+
+@dataclass(frozen=True)
+class FeedBatch:
+    generation: tuple[str, str]  # the auth generation the events were read at
+    upto: int  # every project event with seq ≤ upto is in this batch or before `after`
+    events: list[Event]
+
+
+class FeedOps(Base):
+    def event_access(self, caller: Principal, project_id: str) -> EventAccess:
+        """The caller may read the project's events (else NotFound / NotAuthorized)."""
+
+        def run(tx: Tx) -> EventAccess:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.READ)
+            reader = self.path_reader(tx, caller, project_id)
+            return EventAccess(caller, project_id, tx.access.auth_generation(), reader)
+
+        return self.store.read(run)
+
+    def event_feed(self, project_id: str, after: int, limit: int = 1000) -> FeedBatch:
+        """The project's events after `after`, unfiltered: only for a face that shows each of
+        them through an `EventAccess` of the returned generation."""
+
+        def run(tx: Tx) -> FeedBatch:
+            upto = tx.audit.last()[0]
+            events = tx.audit.events(project_id, after, limit)
+            if len(events) == limit:
+                upto = events[-1].seq
+            return FeedBatch(tx.access.auth_generation(), upto, events)
+
+        return self.store.read(run)

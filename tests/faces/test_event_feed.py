@@ -1,0 +1,108 @@
+"""Event streams of one project share one reader (`faces/http/feed.py`): each follower still
+gets every event in order exactly once, withheld as its own read scope says, catches up on
+its own when it starts (or falls) behind the buffer, and ends at the next poll after a
+revocation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from studiolo.faces.http.feed import Feeds
+from studiolo.faces.http.routes.events import _Follower
+from studiolo.service import Coordinator
+from tests.world import World, build_world
+
+POLL = 0.02
+
+
+def _counting(door: Coordinator, calls: Counter[str]) -> None:
+    for name in ("event_feed", "events"):
+        original = getattr(door, name)
+
+        def counted(*args: Any, _f: Any = original, _n: str = name, **kw: Any) -> Any:
+            calls[_n] += 1
+            return _f(*args, **kw)
+
+        setattr(door, name, counted)
+
+
+async def _collect(follower: _Follower, seconds: float, out: list[dict[str, Any]]) -> None:
+    async for text in follower.follow(time.monotonic() + seconds):
+        if text.startswith("id: ") or text.startswith("event: error"):
+            lines = text.strip().split("\n")
+            data = json.loads(lines[-1].removeprefix("data: "))
+            out.append(data)
+
+
+def _world(tmp_path: Path) -> tuple[World, str, str]:
+    w = build_world(tmp_path, clock=time.time)
+    narrow = w.coord.add_principal(w.admin, w.project_id, "docs-reader", "observer")
+    grant = w.coord.grant(w.admin, w.project_id, narrow.principal.id, ["read"], ["docs/**"])
+    return w, narrow.token, grant.id
+
+
+def test_followers_share_one_reader_and_each_sees_its_own_view(tmp_path: Path) -> None:
+    w, narrow_token, _ = _world(tmp_path)
+    admin_token = w.coord.rotate_token(w.admin, w.admin.id).token
+    for i in range(30):  # history before anyone follows: read alone, then joined to the feed
+        w.edit("src/input.txt" if i % 2 else "docs/a.md", f"{i}".encode())
+    calls: Counter[str] = Counter()
+    _counting(w.coord, calls)
+    feeds = Feeds(w.coord, POLL, keep=8)
+    full: list[list[dict[str, Any]]] = [[] for _ in range(10)]
+    narrow: list[dict[str, Any]] = []
+
+    async def scenario() -> None:
+        def follower(token: str, after: int) -> _Follower:
+            caller = w.coord.authenticate(token)
+            feed = feeds.join(w.project_id)
+            return _Follower(w.coord, token, feed, w.coord.event_access(caller, w.project_id), after)
+
+        jobs = [_collect(follower(admin_token, 0), 2.0, out) for out in full]
+        jobs.append(_collect(follower(narrow_token, 0), 2.0, narrow))
+
+        async def write() -> None:
+            for i in range(40):  # more than the buffer keeps between two polls, at times
+                await asyncio.to_thread(w.edit, "src/answer.txt" if i % 3 else "docs/b.md", f"{i}".encode())
+                await asyncio.sleep(0.01)
+
+        await asyncio.gather(write(), *jobs)
+
+    asyncio.run(scenario())
+    ledger = w.coord.events(w.admin, w.project_id, 0, 1000)
+    for out in full:
+        assert [e["seq"] for e in out] == [e.seq for e in ledger]  # all, in order, once each
+    assert [e["seq"] for e in narrow] == [e.seq for e in ledger]
+    by_seq = {e.seq: e for e in ledger}
+    for e in narrow:
+        subject = by_seq[e["seq"]].subject or ""
+        assert (e["kind"] == "withheld") == subject.startswith("src/"), e
+    # one feed read per poll for everyone; own reads only to start or catch up
+    assert calls["event_feed"] <= 2.0 / POLL + 5
+    assert calls["events"] < 11 * 8
+
+
+def test_a_revocation_ends_a_follower_at_the_next_poll(tmp_path: Path) -> None:
+    w, narrow_token, grant_id = _world(tmp_path)
+    feeds = Feeds(w.coord, POLL)
+    out: list[dict[str, Any]] = []
+
+    async def scenario() -> float:
+        caller = w.coord.authenticate(narrow_token)
+        feed = feeds.join(w.project_id)
+        follower = _Follower(w.coord, narrow_token, feed, w.coord.event_access(caller, w.project_id), 0)
+        task = asyncio.create_task(_collect(follower, 10.0, out))
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(w.coord.revoke_grant, w.admin, grant_id)
+        revoked = time.monotonic()
+        await task
+        return time.monotonic() - revoked
+
+    seconds = asyncio.run(scenario())
+    assert out and out[-1]["reason"] == "not_found"  # its only grant: the project is gone for it
+    assert seconds < 2  # ended by the revocation, not by the 10 s deadline
