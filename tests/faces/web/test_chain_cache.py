@@ -4,11 +4,16 @@ the events appended since the last verified head — and still authorized on eve
 from __future__ import annotations
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import update
 
 from studiolo._exceptions import NotFound
+from studiolo.faces.http.app import create_app
 from studiolo.faces.web.chain import ChainCache
+from studiolo.settings import Settings
 from studiolo.store import schema
+from tests.faces.helpers import issue_tokens
+from tests.faces.web.conftest import sign_in
 from tests.world import World
 
 
@@ -58,3 +63,13 @@ def test_the_cache_still_asks_the_door_who_may_read(world: World) -> None:
     outsider = coord.add_principal(admin, other.id, "outsider", "human").principal
     with pytest.raises(NotFound):
         cache.status(coord, outsider, world.project_id)
+
+
+def test_the_page_does_not_tell_one_projects_reader_the_services_event_count(world: World) -> None:
+    token = issue_tokens(world)["human"]
+    with TestClient(create_app(world.coord, Settings(database_url=world.coord.store.url))) as web:
+        sign_in(web, token)
+        page = web.get(f"/ui/projects/{world.project_id}/chain")
+        report = world.coord.verify_audit()  # sign-in wrote no event: the count the page saw
+    assert page.status_code == 200 and "Verified" in page.text and report.head in page.text
+    assert f">{report.events}" not in page.text and f" {report.events} " not in page.text
