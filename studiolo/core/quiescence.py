@@ -130,8 +130,8 @@ class ArtifactIntegrityError(Exception):
     """An artifact or manifest is not what was signed (or not signed by a pinned key).
 
     `code`: `hash_mismatch`, `size_mismatch`, `bad_signature`, `wrong_task`, `oversize`,
-    `invalid_manifest`. The evidence (`view`, `artifact`, `actual_sha256`, `actual_size`) is
-    kept on the exception so the caller can record it."""
+    `invalid_manifest`. The evidence (`view`, `artifact`, `actual_sha256`, `actual_size`, the
+    mismatching `data`) is kept on the exception so the caller can record it."""
 
     def __init__(
         self,
@@ -142,6 +142,7 @@ class ArtifactIntegrityError(Exception):
         artifact: SignedArtifact | None = None,
         actual_sha256: str | None = None,
         actual_size: int | None = None,
+        data: bytes | None = None,
     ) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
@@ -150,6 +151,7 @@ class ArtifactIntegrityError(Exception):
         self.artifact = artifact
         self.actual_sha256 = actual_sha256
         self.actual_size = actual_size
+        self.data = data  # the bytes that did not match (evidence)
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ def check_artifact(artifact: SignedArtifact, data: bytes, view: TaskView | None 
     else:
         return
     raise ArtifactIntegrityError(
-        code, detail, view=view, artifact=artifact, actual_sha256=actual, actual_size=len(data)
+        code, detail, view=view, artifact=artifact, actual_sha256=actual, actual_size=len(data), data=data
     )
 
 

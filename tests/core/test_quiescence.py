@@ -124,7 +124,8 @@ def test_a_tampered_artifact_is_never_quiesced(
         remote.run()
     assert err.value.code == "size_mismatch" or err.value.code == "hash_mismatch"
     assert err.value.artifact is not None and err.value.artifact.artifact_id == f"a{bad}"
-    assert err.value.actual_sha256 is not None
+    assert err.value.actual_sha256 is not None and err.value.data is not None
+    assert hashlib.sha256(err.value.data).hexdigest() == err.value.actual_sha256
 
 
 @settings(max_examples=100, deadline=None)

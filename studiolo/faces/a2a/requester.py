@@ -451,14 +451,17 @@ def _integrity_evidence(err: ArtifactIntegrityError) -> dict[str, Any]:
         "signed_size": a.size if a else None,
         "actual_sha256": err.actual_sha256,
         "actual_size": err.actual_size,
+        "actual": ("sha256:" + err.actual_sha256) if err.actual_sha256 else None,  # kept as a blob
         "manifest": ("sha256:" + err.view.manifest_digest) if err.view and err.view.manifest_digest else None,
         "remote_state": err.view.state.value if err.view else None,
     }
 
 
 def _integrity_blobs(err: ArtifactIntegrityError) -> list[bytes]:
-    """The signed manifest as received is kept (the remote's own statement)."""
-    return [err.view.signed_manifest] if err.view is not None and err.view.signed_manifest else []
+    """Kept: the signed manifest as received (the remote's own statement) and the bytes that
+    did not match it (already capped at the signed size + 1)."""
+    kept = [err.view.signed_manifest] if err.view is not None and err.view.signed_manifest else []
+    return kept + ([err.data] if err.data else [])
 
 
 def _pinned_verifier(pinned: Mapping[str, str]) -> Callable[[AgentCard], None]:

@@ -133,6 +133,8 @@ def test_a_tampered_artifact_fails_integrity_and_nothing_is_finalized(side: Side
     assert out.reason == "hash_mismatch" and out.evidence["artifact"] == "detached:bundle.bin"
     assert out.evidence["actual_sha256"] != out.evidence["signed_sha256"]
     assert out.evidence["manifest"] in out.evidence["blobs"]  # the signed manifest is kept
+    c, w = side.world.coord, side.world
+    assert c.get_blob(w.admin, out.evidence["actual"]) == BIG[:-1] + b"X"  # and what was served
     assert side.task_status() is TaskStatus.OPEN and _published(side, d) == {}
 
 
