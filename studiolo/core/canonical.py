@@ -3,8 +3,9 @@
 `canonical_json` takes a fast path through the stdlib encoder (`json.dumps` with sorted keys
 and compact separators) when the two are known to agree byte for byte: a value made only of
 dicts with ASCII string keys, lists and tuples, ASCII strings, ints within ±(2^53 - 1),
-booleans and null. RFC 8785 then sorts keys by UTF-16 code units, which for ASCII is the
-order `sort_keys` gives, and escapes exactly what the stdlib escapes. Anything else (a
+finite floats written in fixed point with a fractional part (`_plain_float`), booleans and
+null. RFC 8785 then sorts keys by UTF-16 code units, which for ASCII is the order
+`sort_keys` gives, and escapes exactly what the stdlib escapes. Anything else (another
 float, a non-ASCII string, a big int, a subclass such as an enum member) goes through
 `rfc8785`. tests/core/test_canonical.py checks the agreement with Hypothesis.
 """
@@ -50,9 +51,20 @@ def _plain(value: Any) -> bool:
         elif kind is int:
             if not -_INT_MAX <= v <= _INT_MAX:
                 return False
+        elif kind is float:
+            if not _plain_float(v):
+                return False
         elif v is not None and kind is not bool:
             return False
     return True
+
+
+def _plain_float(value: float) -> bool:
+    """A finite float whose `repr` is fixed-point with a fractional part: RFC 8785 writes the
+    same shortest round-trip digits (`rfc8785` starts from `repr`) in the same form. Integral
+    values (`1.0` → `1`), exponents (`1e-05` → `0.00001`), -0.0, NaN and infinities differ."""
+    text = repr(value)
+    return "e" not in text and "n" not in text and not text.endswith(".0")
 
 
 def digest_bytes(data: bytes) -> str:

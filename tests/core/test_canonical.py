@@ -17,6 +17,7 @@ _scalars = (
     | st.booleans()
     | st.integers(min_value=-(2**60), max_value=2**60)
     | st.floats(allow_nan=True, allow_infinity=True)
+    | st.floats(min_value=-1e17, max_value=1e17)
     | st.text()
     | st.text(alphabet=st.characters(max_codepoint=0x7F))
     | st.sampled_from(["\ud800", "\U0001f600", "\ue000", "\x7f", '\x00\x1f\b\f\n\r\t"\\/'])
@@ -55,11 +56,12 @@ class _Color(StrEnum):
     RED = "red"
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(_json)
 @example({"b": 1, "a": [True, None, "x"], "\U0001f600": 1, "\uff61": 2})
 @example({"n": 2**53 - 1, "m": -(2**53) + 1, "big": 2**53})
-@example({"f": 1.0, "g": 1e21, "h": -0.0})
+@example({"f": 1.0, "g": 1e21, "h": -0.0, "i": 1e-05, "j": 1e16, "k": 123456789012345680.0})
+@example([1796097654.4620621, -2.5, 0.1, 1e-4 * 3, 5e-324, 1.7976931348623157e308, float("nan")])
 @example({1: "int key"})
 @example(["\ud800"])
 @example({"c": _Color.RED, _Color.RED: 1})
@@ -71,7 +73,10 @@ def test_fast_path_agrees_with_rfc8785(value: Any) -> None:
     ("value", "fast"),
     [
         ({"task_id": "tsk_1", "fence": 3, "evidence": ["rcp_a"], "ok": True, "x": None}, True),
-        ({"at": 1.5}, False),
+        ({"at": 1.5, "lease": 1796097654.4620621, "neg": -0.25}, True),
+        ({"at": 2.0}, False),
+        ({"at": 1e-07}, False),
+        ({"at": float("inf")}, False),
         ({"name": "café"}, False),
         ({"n": 2**53}, False),
         ({"c": _Color.RED}, False),
