@@ -117,6 +117,15 @@ async def migrate(
     return _back(f"/ui/tasks/{task_id}")
 
 
+@router.post("/delegations/{delegation_id}/review")
+async def review_delegation(
+    request: Request, delegation_id: str, session: WebSession, caller: WebCaller, door: Door
+) -> Response:
+    form = await _checked_form(request, session)
+    d = door.review_remote(caller, delegation_id, form.get("decision", ""), form.get("note", "")[:2000])
+    return _back(f"/ui/projects/{d.project_id}/delegations")
+
+
 @router.post("/projects/{project_id}/policies")
 async def publish_policy(
     request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door

@@ -160,6 +160,24 @@ def rules(request: Request, project_id: str, session: WebSession, caller: WebCal
     return render(request, "rules.html", **ctx)
 
 
+@router.get("/projects/{project_id}/delegations")
+def delegations(
+    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door
+) -> Response:
+    """Delegations to remote agents, and the review queue of indeterminate ones."""
+    every = door.remote_delegations(caller, project_id)
+    queue = [d for d in every if d.state.value == "indeterminate"]
+    ctx = _base(
+        session,
+        caller,
+        project_id=project_id,
+        delegations=every,
+        queue=queue,
+        admin=door.may_administer(caller, project_id),
+    )
+    return render(request, "delegations.html", **ctx)
+
+
 @router.get("/study")
 def study(request: Request, session: WebSession, caller: WebCaller) -> Response:
     rows, meta = study_rows()
