@@ -182,19 +182,10 @@ class _Latest:
 class Requester:
     """Drive every waiting delegation; `start()` with the service, `stop()` with it."""
 
-    def __init__(
-        self,
-        door: Coordinator,
-        settings: Settings,
-        *,
-        transport: httpx.AsyncBaseTransport | None = None,
-        fetch_transport: httpx.BaseTransport | None = None,
-    ) -> None:
+    def __init__(self, door: Coordinator, settings: Settings) -> None:
         self.door = door
         self.settings = settings
         self.policy = policy_from(settings)
-        self._transport = transport
-        self._fetch_transport = fetch_transport
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -274,8 +265,7 @@ class Requester:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         timeout = httpx.Timeout(self.settings.a2a_request_timeout)
-        inner = self._transport or httpx.AsyncHTTPTransport()
-        transport = CappedTransport(inner, self.settings.a2a_max_response_bytes)
+        transport = CappedTransport(httpx.AsyncHTTPTransport(), self.settings.a2a_max_response_bytes)
         async with httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport) as http:
             config = ClientConfig(streaming=False, polling=True, httpx_client=http)
             verifier = _pinned_verifier(d.pinned)
@@ -365,9 +355,7 @@ class Requester:
             latest.kid = manifest_kid(view, d.pinned)
             return latest.kid is not None
 
-        with httpx.Client(
-            headers=headers, transport=self._fetch_transport, timeout=self.settings.a2a_request_timeout
-        ) as http:
+        with httpx.Client(headers=headers, timeout=self.settings.a2a_request_timeout) as http:
             fetch = _fetcher(http, d.agent_url, latest, self._stop)
             try:
                 out = verify_and_quiesce(
