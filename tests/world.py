@@ -122,8 +122,12 @@ def build_world(tmp: Path, clock: Any = None, url: str | None = None) -> World:
     coord = Coordinator(store, Settings(database_url=store.url), clock=clock)
     issued = coord.initialize()
     assert issued is not None
-    admin = issued.principal
-    project = coord.create_project(admin, "demo")
+    return add_project(coord, issued.principal, clock, "demo")
+
+
+def add_project(coord: Coordinator, admin: Principal, clock: Any, name: str) -> World:
+    """A project with two agents, an editor and a verifier, in the ledger `coord` serves."""
+    project = coord.create_project(admin, name)
     pid = project.id
     vkey = Ed25519PrivateKey.generate()
     agent = coord.add_principal(admin, pid, "agent-a", "agent").principal
@@ -132,9 +136,9 @@ def build_world(tmp: Path, clock: Any = None, url: str | None = None) -> World:
     verifier = coord.add_principal(admin, pid, "ci", "verifier", public_key_text(vkey)).principal
     world = World(coord, clock, admin, pid, agent, agent2, human, verifier, vkey)
     worker_actions = ["write", "claim", "complete"]
-    for name, who in (("agent", agent), ("agent2", agent2)):
-        world.grants[name + "_read"] = coord.grant(admin, pid, who.id, ["read"], ["**"]).id
-        world.grants[name] = coord.grant(admin, pid, who.id, worker_actions, ["src/**", "docs/**"]).id
+    for label, who in (("agent", agent), ("agent2", agent2)):
+        world.grants[label + "_read"] = coord.grant(admin, pid, who.id, ["read"], ["**"]).id
+        world.grants[label] = coord.grant(admin, pid, who.id, worker_actions, ["src/**", "docs/**"]).id
     world.grants["human"] = coord.grant(admin, pid, human.id, ["read", "write", "observe"], ["**"]).id
     world.grants["verifier"] = coord.grant(admin, pid, verifier.id, ["read", "verify"], ["**"]).id
     coord.publish_policy(admin, pid, "Be careful. Write tests.")

@@ -10,7 +10,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
 from studiolo.core.model import Action, Candidate, Grant, Principal, Task
@@ -19,9 +19,11 @@ from studiolo.keys import ServiceKey
 from studiolo.service._auth import AuthCache
 from studiolo.settings import Settings
 from studiolo.store import Store, Tx
+from studiolo.store.gate import Gate
 
 __all__ = ["Base", "IdSource", "RandomIds", "hash_token"]
 
+T = TypeVar("T")
 _ID_RE = re.compile(r"^[a-z]{2,4}_[A-Za-z0-9_-]{6,60}$")
 
 
@@ -131,6 +133,21 @@ class Base:
 
     def may_read_task(self, tx: Tx, caller: Principal, task: Task) -> bool:
         return self.can(tx, caller, task.project_id, Action.READ)
+
+    # writes ----------------------------------------------------------------
+    def write_in(self, project_id: str | None, run: Callable[[Tx], T]) -> T:
+        """One write that appends to the project's audit chain: it takes that project's
+        writer gate only, so other projects commit meanwhile (the store widens the gate and
+        reruns `run` if it appends elsewhere). Writes that change what several projects
+        read call `self.store.write(run)`: the whole ledger."""
+        return self.store.write(run, Gate.project(project_id))
+
+    def write_about(self, kind: str, ident: str, run: Callable[[Tx], T]) -> T:
+        """`write_in` the project of a task, attempt or candidate (the ledger chain if none)."""
+        return self.store.write(run, self.gate_of(kind, ident))
+
+    def gate_of(self, kind: str, ident: str) -> Gate:
+        return Gate.project(self.store.project_of(kind, ident))
 
     # audit -----------------------------------------------------------------
     @staticmethod

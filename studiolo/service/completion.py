@@ -74,7 +74,7 @@ def make_request(
 
 class CompletionOps(Base):
     def complete(self, caller: Principal, request: CompletionRequest) -> CompletionOutcome:
-        outcome = self.store.write(lambda tx: self._complete(tx, caller, request))
+        outcome = self.write_about("task", request.task_id, lambda tx: self._complete(tx, caller, request))
         if isinstance(outcome, _Rejected):
             raise CompletionRejected([r.value for r in outcome.verdict.failed])
         return outcome
@@ -156,7 +156,7 @@ class CompletionOps(Base):
     ) -> Completion:
         completion_id = self.ids.new("cmp")
         revisions = tx.content.publish(task.project_id, cand.files, tx.now, caller.id, completion_id)
-        commit_version = tx.audit.last()[0] + 1
+        commit_version = tx.audit.next_seq(task.project_id)
         body: dict[str, Any] = {
             "type": "studiolo.completion/v1",
             "completion_id": completion_id,

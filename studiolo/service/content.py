@@ -181,7 +181,7 @@ class ContentOps(Base):
             assert art is not None
             return art
 
-        return self.store.write(run)
+        return self.write_in(project_id, run)
 
     # candidates ------------------------------------------------------------
     def submit_candidate(self, caller: Principal, attempt_id: str, draft: CandidateDraft) -> Candidate:
@@ -241,7 +241,7 @@ class ContentOps(Base):
             request_verification(tx, task, cand, caller)
             return cand
 
-        return self.store.write(run)
+        return self.write_about("attempt", attempt_id, run)
 
     @staticmethod
     def _require_blobs(tx: Tx, caller: Principal, project_id: str, digests: list[str]) -> None:
@@ -326,7 +326,7 @@ class ContentOps(Base):
             )
             return obs
 
-        return self.store.write(run)
+        return self.write_in(project_id, run)
 
     def observations(
         self, caller: Principal, project_id: str, target: str | None = None

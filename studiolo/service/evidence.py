@@ -139,7 +139,7 @@ class EvidenceOps(Base):
                 )
             return receipt
 
-        return self.store.write(run)
+        return self.write_about("candidate", candidate_id, run)
 
     def _admit(self, tx: Tx, caller: Principal, task: Task, r: Receipt) -> str:
         """Check the caller may post `r`, and its signature; the kid of the key that verified it."""
@@ -217,7 +217,7 @@ class EvidenceOps(Base):
                 )
             return tx.evidence.receipt(link.id) or link
 
-        return self.store.write(run)
+        return self.write_about("candidate", candidate_id, run)
 
     @staticmethod
     def _owns(tx: Tx, caller: Principal, cand: Candidate) -> bool:

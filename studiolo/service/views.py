@@ -29,7 +29,7 @@ from studiolo.core.trust import verified
 from studiolo.service._base import Base, check_id
 from studiolo.service._trust import receipt_facts
 from studiolo.store import Tx
-from studiolo.store.audit import GENESIS, event_body, event_hash
+from studiolo.store.audit import ChainCheck, verify_log
 
 __all__ = ["AuditReport", "HandoffView", "Orientation", "TaskView", "ViewOps"]
 
@@ -59,9 +59,10 @@ class HandoffView:
 class AuditReport:
     ok: bool
     events: int
-    head: str
+    head: str  # one digest of every chain's head
     first_bad_seq: int | None = None
     problem: str = ""
+    chains: Mapping[str, tuple[int, str]] = field(default_factory=dict)  # verified up to
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ class ViewOps(Base):
             self.audit(tx, task.project_id, "handoff.left", caller, task.id, handoff=h.id)
             return h
 
-        return self.store.write(run)
+        return self.write_about("attempt", attempt_id, run)
 
     def handoff_view(self, caller: Principal, task_id: str) -> HandoffView:
         def run(tx: Tx) -> HandoffView:
@@ -267,24 +268,24 @@ class ViewOps(Base):
         return visible_events(self.path_reader(tx, caller, project_id), events)
 
     def verify_audit(self, since: AuditReport | None = None) -> AuditReport:
-        """Walk the whole chain: every hash recomputes and links to its predecessor. With
-        `since` (an earlier report that was ok), only the events appended after it are read,
-        each linked to its head: a prefix that was altered afterwards goes unnoticed until
-        the next whole walk."""
+        """Walk every chain on one snapshot: every hash recomputes, every event links to the
+        previous event of its chain, and every chain ends at its recorded head. With `since`
+        (an earlier report that was ok), each chain is read only after the event it was
+        verified up to: a prefix altered afterwards goes unnoticed until the next whole walk."""
         start = since if since is not None and since.ok else None
 
         def run(tx: Tx) -> AuditReport:
-            prev, count = (start.head, start.events) if start else (GENESIS, 0)
-            for e in tx.audit.iter_all(after=count):
-                count += 1
-                if e.seq != count:
-                    return AuditReport(False, count, prev, e.seq, "sequence gap")
-                if e.prev_hash != prev:
-                    return AuditReport(False, count, prev, e.seq, "broken link")
-                if event_hash(prev, event_body(e)) != e.hash:
-                    return AuditReport(False, count, prev, e.seq, "event altered")
-                prev = e.hash
-            return AuditReport(True, count, prev)
+            split = int(tx.meta.get("chain_split") or "0")
+            heads = tx.audit.heads()
+            if start is None:
+                check = verify_log(tx.audit.iter_all(), split, heads)
+            else:
+                check = ChainCheck(split, events=start.events)
+                check.resume(dict(start.chains))
+                _verify_new(tx, check, heads)
+            if check.problem:
+                return AuditReport(False, check.events, check.head(), check.bad_seq, check.problem)
+            return AuditReport(True, check.events, check.head(), chains=check.state())
 
         return self.store.read(run)
 
@@ -312,6 +313,22 @@ class ViewOps(Base):
             )
 
         return self.store.read(run)
+
+
+def _verify_new(tx: Tx, check: ChainCheck, heads: dict[str, tuple[int, str]]) -> None:
+    """Feed `check` each chain's events after the one it was verified up to, then the heads."""
+    known = check.state()
+    for chain, head in sorted(heads.items()):
+        after = known.get(chain, (0, ""))[0]
+        while head[0] > after:
+            batch = tx.audit.chain_events(chain, after)
+            if not batch:
+                break
+            for e in batch:
+                if not check.feed(e):
+                    return
+            after = batch[-1].seq
+    check.finish(heads)
 
 
 _PATH_SUBJECTS = frozenset({"artifact.edited", "observation.recorded"})

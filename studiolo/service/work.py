@@ -82,7 +82,7 @@ class WorkOps(Base):
             )
             return task
 
-        return self.store.write(run)
+        return self.write_in(project_id, run)
 
     def _contract(
         self,
@@ -132,7 +132,7 @@ class WorkOps(Base):
             self.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason=reason)
             return tx.work.task(task.id) or task
 
-        return self.store.write(run)
+        return self.write_about("task", task_id, run)
 
     def migrate_task(
         self,
@@ -177,7 +177,7 @@ class WorkOps(Base):
             )
             return tx.work.task(task.id) or task
 
-        return self.store.write(run)
+        return self.write_about("task", task_id, run)
 
     # attempts --------------------------------------------------------------
     def claim(self, caller: Principal, task_id: str, lease_seconds: float | None = None) -> Attempt:
@@ -193,7 +193,7 @@ class WorkOps(Base):
                 raise Conflict("the task has a live attempt", reason="task_already_claimed")
             return self._start_attempt(tx, task, caller, caller, lease, "attempt.claimed")
 
-        return self.store.write(run)
+        return self.write_about("task", task_id, run)
 
     def reassign(
         self, caller: Principal, task_id: str, principal_id: str, lease_seconds: float | None = None
@@ -211,7 +211,7 @@ class WorkOps(Base):
                 raise NotFound(f"principal {principal_id} not found in this project")
             return self._start_attempt(tx, task, target, caller, lease, "attempt.reassigned")
 
-        return self.store.write(run)
+        return self.write_about("task", task_id, run)
 
     def heartbeat(self, caller: Principal, attempt_id: str, lease_seconds: float | None = None) -> Attempt:
         """Extend a live lease: a conditional update of the attempt, not an audit event (the
@@ -230,7 +230,7 @@ class WorkOps(Base):
                 raise Conflict("the attempt is no longer live", reason="attempt_not_active")
             return replace(attempt, lease_deadline=deadline)
 
-        return self.store.write(volatile(run))
+        return self.store.write(volatile(run), self.gate_of("attempt", attempt_id))
 
     def release(self, caller: Principal, attempt_id: str) -> Attempt:
         def run(tx: Tx) -> Attempt:
@@ -242,7 +242,7 @@ class WorkOps(Base):
             self.audit(tx, task.project_id, "attempt.released", caller, attempt.id, task=task.id)
             return tx.work.attempt(attempt.id) or attempt
 
-        return self.store.write(run)
+        return self.write_about("attempt", attempt_id, run)
 
     def attempt(self, caller: Principal, attempt_id: str) -> Attempt:
         return self.store.read(lambda tx: self._readable_attempt(tx, caller, attempt_id)[0])

@@ -1,8 +1,16 @@
-"""The hash-chained audit log and the ledger's own metadata (keys, clock, incarnation)."""
+"""The hash-chained audit log and the ledger's own metadata (keys, clock, incarnation).
+
+One chain per project and one for events of no project (the ledger chain): an event's
+`prev_hash` is the hash of the previous event *of its chain*. `seq` is global and unique,
+strictly increasing within a chain (the chain's gate orders its writers); across chains
+seqs may commit out of order on PostgreSQL (see docs/concepts.md). Events up to meta
+`chain_split` predate per-project chains and link in the one global chain instead.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Row, select
@@ -12,8 +20,9 @@ from studiolo.core.model import Event
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 from studiolo.store._raw import Raw, in_list, in_params
+from studiolo.store.gate import LEDGER_CHAIN, Gate, GateTooNarrow, chain_of
 
-__all__ = ["GENESIS", "AuditRepo", "MetaRepo", "event_hash"]
+__all__ = ["GENESIS", "AuditRepo", "ChainCheck", "Head", "MetaRepo", "event_hash", "verify_log"]
 
 # Prepared SQL (see `_raw`): every write runs these.
 _INSERT_EVENT = (
@@ -21,6 +30,13 @@ _INSERT_EVENT = (
     " VALUES (:seq, :project_id, :kind, :actor, :subject, :data, :at, :prev_hash, :hash)"
 )
 _LAST = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+_MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
+_NEXTVAL = "SELECT nextval('events_seq')"
+_HEAD = "SELECT seq, hash, at FROM chains WHERE chain = :c"
+_HEADS = "SELECT chain, seq, hash FROM chains"
+_SET_HEAD = "UPDATE chains SET seq = :s, hash = :h, at = :a WHERE chain = :c"
+_NEW_HEAD = "INSERT INTO chains (chain, seq, hash, at) VALUES (:c, :s, :h, :a)"
+_LATEST_AT = "SELECT max(at) FROM chains"
 _META_GET_MANY = 'SELECT "key", value FROM meta WHERE "key" IN '
 _META_SET = 'UPDATE meta SET value = :v WHERE "key" = :k'
 _META_ADD = 'INSERT INTO meta ("key", value) VALUES (:k, :v)'
@@ -43,20 +59,78 @@ def event_body(e: Event) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Head:
+    """A chain's last event (seq 0 and GENESIS for a chain with no event yet)."""
+
+    seq: int
+    hash: str
+    at: float | None
+    stored: bool  # False: no `chains` row yet
+
+
+EMPTY = Head(0, GENESIS, None, False)
+
+
 class AuditRepo:
-    def __init__(self, conn: Connection) -> None:
+    """Appends to the chains the transaction's gate covers; reads the log.
+
+    `sequence`: PostgreSQL, where seqs come from `events_seq` (concurrent chains); on SQLite
+    the one writer takes max(seq) + 1. The store primes the first chain head and seq from the
+    statement that starts a write, so the common append reads nothing.
+    """
+
+    def __init__(self, conn: Connection, gate: Gate | None = None, *, sequence: bool = False) -> None:
         self._c = conn
         self._raw = Raw(conn)
-        self._head: tuple[int, str] | None = None  # this transaction's view of the chain head
+        self.gate = gate or Gate.whole_ledger()
+        self._sequence = sequence
+        self._heads: dict[str, Head] = {}
+        self._seqs: list[int] = []  # allocated, not yet used
+        self._max: int | None = None  # SQLite: the highest seq so far in this transaction
+
+    def prime(self, chain: str | None, head: Head | None, seq: int) -> None:
+        """What the statement that started the write read: a chain's head, the first seq."""
+        if chain is not None and head is not None:
+            self._heads[chain] = head
+        self._seqs.append(seq)
+
+    def latest_at(self) -> float | None:
+        """The time of the latest event of any chain (a whole-ledger write's clock guard)."""
+        row = self._raw.one(_LATEST_AT, {})
+        return float(row[0]) if row and row[0] is not None else None
+
+    def head(self, project_id: str | None) -> Head:
+        chain = chain_of(project_id)
+        if chain not in self._heads:
+            row = self._raw.one(_HEAD, {"c": chain})
+            self._heads[chain] = Head(int(row[0]), str(row[1]), float(row[2]), True) if row else EMPTY
+        return self._heads[chain]
 
     def last(self) -> tuple[int, str]:
-        if self._head is None:
-            self._head = self._read_head()
-        return self._head
-
-    def _read_head(self) -> tuple[int, str]:
+        """The event with the highest seq in this snapshot, across chains (0 and GENESIS if none)."""
         row = self._raw.one(_LAST, {})
         return (int(row[0]), str(row[1])) if row else (0, GENESIS)
+
+    def next_seq(self, project_id: str | None) -> int:
+        """The seq the next event appended to the project's chain gets (a completion's
+        commit version): reserved now, so it can be signed before the event is written."""
+        self._require(chain_of(project_id))
+        if not self._seqs:
+            self._seqs.append(self._allocate())
+        return self._seqs[0]
+
+    def _allocate(self) -> int:
+        if self._sequence:
+            return int(_first(self._raw.one(_NEXTVAL, {})))
+        if self._max is None:
+            self._max = int(_first(self._raw.one(_MAX_SEQ, {})))
+        self._max += 1
+        return self._max
+
+    def _require(self, chain: str) -> None:
+        if not self.gate.covers(chain):
+            raise GateTooNarrow(self.gate.widened(chain))
 
     def append(
         self,
@@ -67,25 +141,34 @@ class AuditRepo:
         data: dict[str, Any],
         at: float,
     ) -> Event:
-        seq, prev = self.last()
-        draft = Event(seq + 1, project_id, kind, actor, subject, data, at, prev, "")
-        digest = event_hash(prev, event_body(draft))
+        chain = chain_of(project_id)
+        self._require(chain)
+        head = self.head(project_id)
+        seq = self._seqs.pop(0) if self._seqs else self._allocate()
+        if seq <= head.seq:
+            raise RuntimeError(
+                f"event seq {seq} is not above its chain's head {head.seq}: events_seq is behind"
+            )
+        draft = Event(seq, project_id, kind, actor, subject, data, at, head.hash, "")
+        digest = event_hash(head.hash, event_body(draft))
+        row = {"seq": seq, "project_id": project_id, "kind": kind, "actor": actor, "subject": subject}
         self._raw.run(
-            _INSERT_EVENT,
-            {
-                "seq": draft.seq,
-                "project_id": project_id,
-                "kind": kind,
-                "actor": actor,
-                "subject": subject,
-                "data": dumps(data),
-                "at": at,
-                "prev_hash": prev,
-                "hash": digest,
-            },
+            _INSERT_EVENT, {**row, "data": dumps(data), "at": at, "prev_hash": head.hash, "hash": digest}
         )
-        self._head = (draft.seq, digest)
-        return Event(draft.seq, project_id, kind, actor, subject, data, at, prev, digest)
+        self._raw.run(_SET_HEAD if head.stored else _NEW_HEAD, {"c": chain, "s": seq, "h": digest, "a": at})
+        self._heads[chain] = Head(seq, digest, at, True)
+        return Event(seq, project_id, kind, actor, subject, data, at, head.hash, digest)
+
+    def chain_events(self, chain: str, after: int, limit: int = 5000) -> list[Event]:
+        """The events of one chain ("" for the ledger chain) with a seq above `after`."""
+        c = s.events.c
+        where = c.project_id.is_(None) if chain == LEDGER_CHAIN else c.project_id == chain
+        rows = self._c.execute(select(s.events).where(where, c.seq > after).order_by(c.seq).limit(limit))
+        return [_event(r) for r in rows]
+
+    def heads(self) -> dict[str, tuple[int, str]]:
+        """Every chain's recorded head: chain ("" for the ledger chain) → (seq, hash)."""
+        return {str(c): (int(q), str(h)) for c, q, h in self._raw.all(_HEADS, {})}
 
     def events(
         self,
@@ -127,13 +210,82 @@ class AuditRepo:
         return [_event(r) for r in reversed(list(rows))]
 
     def iter_all(self, batch: int = 5000, after: int = 0) -> Iterator[Event]:
-        """Every event with a `seq` above `after`, in order, `batch` per query."""
+        """Every event with a `seq` above `after`, in order, `batch` per query. Paging by seq
+        across chains is only safe inside one snapshot (one transaction): across transactions
+        a lower seq of another chain may commit later."""
         while True:
             chunk = self.events(after=after, limit=batch)
             if not chunk:
                 return
             yield from chunk
             after = chunk[-1].seq
+
+
+@dataclass
+class ChainCheck:
+    """Verifies the audit log fed in seq order: every hash recomputes, every event links to
+    the previous event of its chain (of the whole log up to `split`), and every chain ends at
+    the head recorded for it (`finish`), so a removed tail is found too."""
+
+    split: int
+    events: int = 0
+    problem: str = ""
+    bad_seq: int | None = None
+    _global: str = GENESIS
+    _last: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    def feed(self, e: Event) -> bool:
+        """Check one more event; False (and `problem` set) at the first fault."""
+        self.events += 1
+        chain = chain_of(e.project_id)
+        if e.seq <= self.split:
+            expected = self._global
+            if e.seq != self.events:
+                return self._fail(e.seq, "sequence gap")
+        else:
+            expected = self._last.get(chain, (0, GENESIS))[1]
+        if e.prev_hash != expected:
+            return self._fail(e.seq, "broken link")
+        if event_hash(expected, event_body(e)) != e.hash:
+            return self._fail(e.seq, "event altered")
+        if e.seq <= self.split:
+            self._global = e.hash
+        self._last[chain] = (e.seq, e.hash)
+        return True
+
+    def finish(self, recorded: dict[str, tuple[int, str]]) -> bool:
+        for chain in sorted(set(recorded) | set(self._last)):
+            if recorded.get(chain) != self._last.get(chain):
+                where = recorded.get(chain, self._last.get(chain, (0, "")))[0]
+                return self._fail(where, f"chain {chain or '(ledger)'} does not end at its recorded head")
+        return True
+
+    def state(self) -> dict[str, tuple[int, str]]:
+        """Each chain's last verified event: (seq, hash)."""
+        return dict(self._last)
+
+    def resume(self, state: dict[str, tuple[int, str]]) -> None:
+        """Continue after an earlier walk that verified up to `state` (see `state`)."""
+        self._last = dict(state)
+
+    def head(self) -> str:
+        """One digest of every chain's head (GENESIS for an empty log)."""
+        if not self._last:
+            return GENESIS
+        return digest_json({c: h for c, (_, h) in sorted(self._last.items())})
+
+    def _fail(self, seq: int, problem: str) -> bool:
+        self.bad_seq, self.problem = seq, problem
+        return False
+
+
+def verify_log(events: Iterable[Event], split: int, recorded: dict[str, tuple[int, str]]) -> ChainCheck:
+    check = ChainCheck(split)
+    for e in events:
+        if not check.feed(e):
+            return check
+    check.finish(recorded)
+    return check
 
 
 class MetaRepo:
@@ -156,6 +308,10 @@ class MetaRepo:
         self._seen.update({k: found.get(k) for k in keys})
         return found
 
+    def remember(self, values: dict[str, str | None]) -> None:
+        """Values read with another statement (the one that starts a PostgreSQL write)."""
+        self._seen.update({k: None if v is None else str(v) for k, v in values.items()})
+
     def set(self, key: str, value: str) -> None:
         if self._raw.run(_META_SET, {"k": key, "v": value}) == 0:
             self._raw.run(_META_ADD, {"k": key, "v": value})
@@ -174,3 +330,8 @@ def _event(row: Row[Any]) -> Event:
         prev_hash=row.prev_hash,
         hash=row.hash,
     )
+
+
+def _first(row: Any) -> Any:
+    assert row is not None
+    return row[0]

@@ -22,8 +22,9 @@ target's own highest fence and floor + 1 (read before they are replaced): fences
 after the backup was taken are not in the file, so the clock term is what covers them (it
 holds while fewer than one fence per microsecond is issued to a task, and while the
 restoring clock is not behind the one that issued them). Attempt ids are random 128-bit
-values and are never reissued. The restore is appended to the audit chain as
-`ledger.restored`.
+values and are never reissued. The restore is appended to the ledger's audit chain as
+`ledger.restored`. The `chains` table (each chain's head) is a table like the others; on
+PostgreSQL the `events_seq` sequence restarts after the highest restored seq.
 """
 
 from __future__ import annotations
@@ -155,6 +156,7 @@ def restore(store: Store, path: Path) -> RestoreInfo:
         if loaded != counts:
             raise BackupError("the rows read differ from the trailer's counts")
         migrations.upgrade(conn, "head")
+        _restart_sequence(conn)
         return _new_incarnation(store, conn, header, previous, loaded)
 
 
@@ -258,6 +260,18 @@ def _flush(conn: Connection, table: Table | None, batch: list[dict[str, Any]]) -
     if table is not None and batch:
         conn.execute(table.insert(), batch)
     batch.clear()
+
+
+def _restart_sequence(conn: Connection) -> None:
+    """PostgreSQL: the next event's seq follows the restored events (the sequence itself is
+    not in the file)."""
+    if conn.dialect.name != "postgresql":
+        return
+    last = conn.execute(select(func.max(s.events.c.seq))).scalar()
+    if last:
+        conn.execute(select(func.setval("events_seq", int(last))))
+    else:
+        conn.execute(select(func.setval("events_seq", 1, False)))
 
 
 def _new_incarnation(

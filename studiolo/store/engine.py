@@ -1,44 +1,53 @@
 """The storage port: one `Store` that runs functions inside serializable transactions.
 
-Every write appends to the one hash-chained audit log, so any two writes conflict: the
-log is a total order. Both back-ends therefore run writers one at a time and make every
-transaction read the state the previous one committed.
+Every write appends to a hash-chained audit log: one chain per project and one for events of
+no project (the ledger chain). Writes to one chain conflict (the chain's head is a total
+order), so both back-ends run a chain's writers one at a time and make every transaction
+read the state the previous one committed. Writes to different projects touch different
+rows and may run at once (PostgreSQL).
 
-SQLite: WAL, `BEGIN IMMEDIATE` for every write (one writer at a time, across processes).
-A process's concurrent writes commit in groups, each write in its own savepoint of one
-transaction with one fsync (`group.py`). A group first takes a blocking `flock` on
-`<ledger>.writer-lock` (the *writer lock*): several server processes (`serve --workers N`)
-queue in the kernel instead of busy-waiting in SQLite's busy handler, which sleeps up to
-100 ms between tries. A write may be marked not
-durable (a lease extension): it commits with `synchronous=NORMAL`, no fsync of its own; the
-next durable commit's fsync of the WAL carries it, and losing it only shortens a lease
-(`store.write(volatile(fn))`).
-The ledger holds the service signing key, so a new SQLite file is created 0600 (SQLite gives
-its -wal and -shm files the database file's mode) and a missing directory for it 0700.
+SQLite: WAL, `BEGIN IMMEDIATE` for every write (one writer at a time, across processes, for
+the whole file). A process's concurrent writes commit in groups, each write in its own
+savepoint of one transaction with one fsync (`group.py`). A group first takes a blocking
+`flock` on `<ledger>.writer-lock` (the *writer lock*): several server processes (`serve
+--workers N`) queue in the kernel instead of busy-waiting in SQLite's busy handler, which
+sleeps up to 100 ms between tries. A write may be marked not durable (a lease extension): it
+commits with `synchronous=NORMAL`, no fsync of its own; the next durable commit's fsync of
+the WAL carries it, and losing it only shortens a lease (`store.write(volatile(fn))`). The
+ledger holds the service signing key, so a new SQLite file is created
+0600 (SQLite gives its -wal and -shm files the database file's mode) and a missing directory
+for it 0700.
 
-PostgreSQL: the *writer gate*. A writer takes a process-local lock and then the session
-advisory lock `WRITER_GATE` *before* `BEGIN ISOLATION LEVEL SERIALIZABLE`, so its snapshot
-is taken after the previous writer committed; it releases the lock after `COMMIT`. This is
-PostgreSQL's `BEGIN IMMEDIATE`. SERIALIZABLE stays on underneath: a writer that bypasses the
-gate (another tool, or a back-end without advisory locks such as CockroachDB) is still
-serialized by the database, and serialization failures (40001, 40P01) are retried a
-bounded number of times with full jitter. Readers run REPEATABLE READ, READ ONLY: one
-consistent snapshot, no gate.
+PostgreSQL: the *writer gates* (`studiolo.store.gate`). A write names its chains before it
+starts. It takes a process-local lock per chain and then, outside any transaction, the
+session advisory lock `WRITER_GATE` in shared mode and one advisory lock per chain, *before*
+`BEGIN ISOLATION LEVEL SERIALIZABLE`, so its snapshot is taken after the chain's previous
+writer committed; it releases them after `COMMIT`. This is PostgreSQL's `BEGIN IMMEDIATE`,
+per project. A write that may change what several projects read takes `WRITER_GATE`
+exclusively instead: it waits for every writer in flight and holds new ones back, so it is
+ordered before or after every other write. SERIALIZABLE stays on underneath: a writer that
+bypasses the gates (another tool, a back-end without advisory locks such as CockroachDB, or
+two projects' writes that do touch a shared row) is still serialized by the database, and
+serialization failures (40001, 40P01) are retried a bounded number of times with full
+jitter. Readers run REPEATABLE READ, READ ONLY: one consistent snapshot, no gate.
 
 The authority clock is read once per transaction, after the gate: the database server's
-clock on PostgreSQL (`clock_timestamp()`), the injected service clock on SQLite; on both it
-is guarded by `meta.clock_last` so it never moves backwards within an incarnation.
+clock on PostgreSQL (`clock_timestamp()`), the injected service clock on SQLite. It never
+moves backwards within an incarnation: it is at least `meta.clock_last` (moved by
+whole-ledger writes, and by every write on SQLite) and the time of the last event of every
+chain the write holds.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -50,14 +59,16 @@ from sqlalchemy.exc import DBAPIError
 from studiolo.store import migrations
 from studiolo.store.a2a import A2ARepo
 from studiolo.store.access import AccessRepo
-from studiolo.store.audit import AuditRepo, MetaRepo
+from studiolo.store.audit import EMPTY, AuditRepo, Head, MetaRepo
 from studiolo.store.content import ContentRepo
 from studiolo.store.evidence import EvidenceRepo
-from studiolo.store.group import GroupCommit, Job
+from studiolo.store.gate import Gate, GateTooNarrow, chain_key
+from studiolo.store.group import GroupCommit, Job, Volatile, volatile
+from studiolo.store.locate import locate_project
 from studiolo.store.remote import RemoteRepo
 from studiolo.store.work import WorkRepo
 
-__all__ = ["WRITER_GATE", "ClockSource", "Store", "Tx"]
+__all__ = ["WRITER_GATE", "ClockSource", "Gate", "Store", "Tx"]
 
 T = TypeVar("T")
 Clock = Callable[[], float]
@@ -71,17 +82,24 @@ _RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 _BACKOFF_BASE = 0.002
 _BACKOFF_CAP = 0.25
 
-# One round trip: the guarded server clock (persisted when writing) and the incarnation.
-_PG_CLOCK_WRITE = """
-WITH bumped AS (
-  UPDATE meta
-     SET value = CAST(GREATEST(CAST(value AS DOUBLE PRECISION),
-                               CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)) AS TEXT)
-   WHERE key = 'clock_last'
-  RETURNING value)
+_MAX_WIDENINGS = 3  # a write whose gate was too narrow this often takes the whole ledger
+
+# The first statement of a write, one round trip: the server clock, the clock guard, the
+# incarnation, the seq of the first event, and the head of the write's chain.
+_PG_START_CHAIN = """
 SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
-       (SELECT value FROM bumped) AS last,
-       (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation
+       (SELECT value FROM meta WHERE key = 'clock_last') AS last,
+       (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation,
+       (SELECT value FROM meta WHERE key = 'service_key') AS service_key,
+       nextval('events_seq') AS seq, h.seq AS head_seq, h.hash AS head_hash, h.at AS head_at
+  FROM (SELECT 1) AS one LEFT JOIN chains AS h ON h.chain = %(chain)s
+"""
+_PG_START_LEDGER = """
+SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
+       (SELECT value FROM meta WHERE key = 'clock_last') AS last,
+       (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation,
+       (SELECT value FROM meta WHERE key = 'service_key') AS service_key,
+       nextval('events_seq') AS seq, (SELECT max(at) FROM chains) AS head_at
 """
 _READ_META = ("clock_last", "incarnation")
 _WRITE_META = (*_READ_META, "service_key")
@@ -89,7 +107,8 @@ _PG_NOW = "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION
 _PG_CLOCK_READ = """
 SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
        (SELECT value FROM meta WHERE key = 'clock_last') AS last,
-       (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation
+       (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation,
+       (SELECT max(at) FROM chains) AS head_at
 """
 
 
@@ -100,17 +119,17 @@ class Tx:
     (most reads never ask, and a round trip is saved). `incarnation` comes with it.
     """
 
-    def __init__(self, conn: Connection, authority: Callable[[], tuple[float, str]]) -> None:
+    def __init__(self, conn: Connection, gate: Gate, *, sequence: bool) -> None:
         self.conn = conn
         self.access = AccessRepo(conn)
         self.work = WorkRepo(conn)
         self.content = ContentRepo(conn)
         self.evidence = EvidenceRepo(conn)
-        self.audit = AuditRepo(conn)
+        self.audit = AuditRepo(conn, gate, sequence=sequence)
         self.meta = MetaRepo(conn)
         self.a2a = A2ARepo(conn)
         self.remote = RemoteRepo(conn)
-        self._authority = authority
+        self._authority: Callable[[], tuple[float, str]] = lambda: (0.0, "")
         self._read: tuple[float, str] | None = None
 
     @property
@@ -157,12 +176,16 @@ class Store:
             raise ValueError("SQLite has no server clock: use clock_source='service'")
         self.writer_gate = (self.dialect == "postgresql") if writer_gate is None else writer_gate
         self.engine: Engine = _make_engine(url, self.dialect, pool_size, max_overflow)
-        self._local_writer = threading.Lock()  # one writer per process waits on the gate
+        self._local_writer = threading.Lock()  # whole-ledger writers (every writer on SQLite)
+        self._chain_locks: dict[str, threading.Lock] = {}  # one writer per chain per process
+        self._chain_locks_guard = threading.Lock()
         self._lock_path = _writer_lock_path(url) if self.is_sqlite else None
         self._lock_fd: int | None = None
         self._group = GroupCommit(self._commit_group, self._local_writer)  # SQLite writes
         self._writing = threading.local()  # a nested write would wait for itself: refuse it
+        self._projects: dict[tuple[str, str], str] = {}  # located ids (they never move)
         self.retries = 0  # serialization failures retried (for metrics and tests)
+        self.widenings = 0  # writes rerun under a wider gate
 
     # schema ---------------------------------------------------------------------
     def upgrade(self, revision: str = "head") -> str:
@@ -182,27 +205,33 @@ class Store:
             self._lock_fd = None
 
     # transactions ---------------------------------------------------------------
-    def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` in one serializable write transaction; retry on serialization failure.
+    def write(self, fn: Callable[[Tx], T], gate: Gate | None = None) -> T:
+        """Run `fn` in one serializable write transaction under `gate` (default: the whole
+        ledger); retry on serialization failure, and under a wider gate if `fn` appends to a
+        chain `gate` does not cover.
 
         `fn` marked `volatile(fn)` (SQLite): commit without an fsync of its own; a crash may
         lose it until the next durable commit. Only for writes whose loss is safe."""
-
         if getattr(self._writing, "active", False):
             raise RuntimeError("store.write inside store.write: one operation is one transaction")
+        held = gate or Gate.whole_ledger()
+        for _ in range(_MAX_WIDENINGS):
+            try:
+                return self._with_retry(functools.partial(self._write_once, fn, held))
+            except GateTooNarrow as narrow:
+                self.widenings += 1
+                held = narrow.gate
+        return self._with_retry(lambda: self._write_once(fn, Gate.whole_ledger()))
 
-        if self.is_sqlite:
-            return self._with_retry(lambda: self._group.submit(fn))
-
-        def once() -> T:
-            with self._local_writer, self._transaction(write=True) as tx:
-                self._writing.active = True
-                try:
-                    return fn(tx)
-                finally:
-                    self._writing.active = False
-
-        return self._with_retry(once)
+    def _write_once(self, fn: Callable[[Tx], T], gate: Gate) -> T:
+        if self.is_sqlite:  # one writer for the whole file: the gate only bounds the chains
+            return self._group.submit(_within(gate, fn))
+        with self._local(gate), self._transaction(write=True, gate=gate) as tx:
+            self._writing.active = True
+            try:
+                return fn(tx)
+            finally:
+                self._writing.active = False
 
     def _commit_group(self, jobs: list[Job[Any]]) -> None:
         """SQLite: run queued writes, each in its savepoint, in one transaction (`group.py`)."""
@@ -227,13 +256,27 @@ class Store:
         conn.exec_driver_sql("SAVEPOINT studiolo_op")
         self._writing.active = True
         try:
-            job.result = job.fn(self._open(conn, write=True))
+            job.result = job.fn(self._open(conn, write=True, gate=Gate.whole_ledger()))
         except Exception as exc:  # this write fails alone: undo its effects, keep the group
             conn.exec_driver_sql("ROLLBACK TO studiolo_op")
             job.error = exc
         finally:
             self._writing.active = False
         conn.exec_driver_sql("RELEASE studiolo_op")
+
+    def project_of(self, kind: str, ident: str) -> str | None:
+        """The project a task, attempt or candidate belongs to (None: no such row), read
+        outside any gate; a found answer is remembered (rows never change project)."""
+        key = (kind, ident)
+        found = self._projects.get(key)
+        if found is None:
+            with self.engine.connect() as conn:
+                found = locate_project(conn.execution_options(isolation_level="AUTOCOMMIT"), kind, ident)
+            if found is not None:
+                if len(self._projects) >= 100_000:
+                    self._projects.clear()
+                self._projects[key] = found
+        return found
 
     def read(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` on one consistent snapshot (no writes)."""
@@ -273,7 +316,7 @@ class Store:
 
     def tx_on(self, conn: Connection, *, write: bool) -> Tx:
         """A `Tx` over a connection already inside a transaction (from `exclusive()`)."""
-        return self._open(conn, write=write)
+        return self._open(conn, write=write, gate=Gate.whole_ledger())
 
     @contextmanager
     def _exclusive(self, conn: Connection) -> Iterator[None]:
@@ -286,7 +329,8 @@ class Store:
                 raise
             conn.commit()
             return
-        with self._session_lock(conn, MIGRATION_LOCK), self._gated(conn), conn.begin():
+        whole = Gate.whole_ledger()
+        with self._session_locks(conn, [(False, MIGRATION_LOCK)]), self._gated(conn, whole), conn.begin():
             yield
 
     @contextmanager
@@ -305,26 +349,41 @@ class Store:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Tx]:
+    def _local(self, gate: Gate) -> Iterator[None]:
+        """The process-local side of the gate: one thread per chain waits on PostgreSQL."""
+        if self.is_sqlite or gate.exclusive:
+            with self._local_writer:
+                yield
+            return
+        with self._chain_locks_guard:
+            locks = [self._chain_locks.setdefault(c, threading.Lock()) for c in gate.ordered()]
+        with ExitStack() as stack:
+            for lock in locks:
+                stack.enter_context(lock)
+            yield
+
+    @contextmanager
+    def _transaction(self, *, write: bool, gate: Gate | None = None) -> Iterator[Tx]:
+        gate = gate or Gate.whole_ledger()
         with self.engine.connect() as conn:
             if self.is_sqlite:
                 conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-                yield from self._run(conn, write=write)
+                yield from self._run(conn, write=write, gate=gate)
                 return
             if write:
-                with self._gated(conn):
+                with self._gated(conn, gate):
                     conn = conn.execution_options(isolation_level="SERIALIZABLE")
                     conn.begin()
-                    yield from self._run(conn, write=True)
+                    yield from self._run(conn, write=True, gate=gate)
                 return
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             conn.begin()
-            yield from self._run(conn, write=False)
+            yield from self._run(conn, write=False, gate=gate)
 
-    def _run(self, conn: Connection, *, write: bool) -> Iterator[Tx]:
+    def _run(self, conn: Connection, *, write: bool, gate: Gate) -> Iterator[Tx]:
         try:
             try:
-                tx = self._open(conn, write=write)
+                tx = self._open(conn, write=write, gate=gate)
             except DBAPIError as exc:
                 if exc.connection_invalidated:  # a pooled connection that died: nothing ran
                     raise _Reconnect(str(exc)) from exc
@@ -336,21 +395,33 @@ class Store:
         conn.commit()
 
     @contextmanager
-    def _gated(self, conn: Connection) -> Iterator[None]:
+    def _gated(self, conn: Connection, gate: Gate) -> Iterator[None]:
         if not self.writer_gate:
             yield
             return
-        with self._session_lock(conn, WRITER_GATE):
+        if gate.exclusive:
+            locks = [(False, WRITER_GATE)]
+        else:
+            locks = [(True, WRITER_GATE), *((False, chain_key(c)) for c in gate.ordered())]
+        with self._session_locks(conn, locks):
             yield
 
     @contextmanager
-    def _session_lock(self, conn: Connection, key: int) -> Iterator[None]:
-        """A PostgreSQL session advisory lock taken outside any transaction (so the next
-        snapshot is taken after it is granted) and released after the commit. A connection
-        that cannot release it is invalidated: closing the session releases the lock."""
+    def _session_locks(self, conn: Connection, locks: list[tuple[bool, int]]) -> Iterator[None]:
+        """PostgreSQL session advisory locks, (shared, key) in the order given, taken in one
+        statement outside any transaction (so the next snapshot is taken after they are
+        granted) and released after the commit. A connection that cannot release them is
+        invalidated: closing the session releases the locks."""
         raw: Any = conn.connection.dbapi_connection
+        take = ", ".join(
+            "pg_advisory_lock_shared(%s)" if shared else "pg_advisory_lock(%s)" for shared, _ in locks
+        )
+        drop = ", ".join(
+            "pg_advisory_unlock_shared(%s)" if shared else "pg_advisory_unlock(%s)"
+            for shared, _ in reversed(locks)
+        )
         try:
-            _autocommit_execute(raw, "SELECT pg_advisory_lock(%s)", key)
+            _autocommit_execute(raw, "SELECT " + take, [k for _, k in locks])
         except psycopg.OperationalError as exc:
             conn.invalidate()
             raise _Reconnect(str(exc)) from exc
@@ -360,25 +431,18 @@ class Store:
             try:
                 if conn.in_transaction():
                     conn.rollback()
-                _autocommit_execute(raw, "SELECT pg_advisory_unlock(%s)", key)
+                _autocommit_execute(raw, "SELECT " + drop, [k for _, k in reversed(locks)])
             except Exception:
                 conn.invalidate()
                 raise
 
-    def _open(self, conn: Connection, *, write: bool) -> Tx:
-        def authority() -> tuple[float, str]:
-            meta = tx.meta
-            if self.clock_source == "service":
-                # A writer will most likely sign: the service key comes with the clock.
-                found = meta.get_many(_WRITE_META if write else _READ_META)
-                return self._service_now(meta, found.get("clock_last"), write=write), found.get(
-                    "incarnation", ""
-                )
-            return self._database_now(conn, meta, write=write)
-
-        tx = Tx(conn, authority)
-        if write:
-            _ = tx.now  # a writer reads the clock first thing, right after the gate
+    def _open(self, conn: Connection, *, write: bool, gate: Gate) -> Tx:
+        tx = Tx(conn, gate, sequence=self.dialect == "postgresql")
+        if not write:
+            tx._authority = lambda: self._read_now(tx)
+            return tx
+        tx._authority = lambda: self._write_now(tx)
+        _ = tx.now  # a writer reads the clock first thing, right after the gate
         return tx
 
     def authority_clock(self, conn: Connection) -> float:
@@ -387,21 +451,57 @@ class Store:
             return float(self._clock())
         return float(conn.exec_driver_sql(_PG_NOW).scalar_one())
 
-    def _service_now(self, meta: MetaRepo, last_text: str | None, *, write: bool) -> float:
-        last = float(last_text or 0.0)
-        now = max(self._clock(), last)
-        if write and now > last:
-            meta.set("clock_last", repr(now))
-        return now
+    def _read_now(self, tx: Tx) -> tuple[float, str]:
+        if self.clock_source == "service":
+            found = tx.meta.get_many(_READ_META)
+            return max(self._clock(), float(found.get("clock_last") or 0.0)), found.get("incarnation", "")
+        row = tx.conn.exec_driver_sql(_PG_CLOCK_READ).one()
+        return max([float(row.now), *_floats(row.last, row.head_at)]), row.incarnation or ""
+
+    def _write_now(self, tx: Tx) -> tuple[float, str]:
+        """A write's clock: the source, at least `meta.clock_last` and the last event time of
+        each chain the write holds (of every chain, for a whole-ledger write). Whole-ledger
+        writes, and every write on SQLite, move `meta.clock_last`; a chain's own guard moves
+        with its events."""
+        gate = tx.audit.gate
+        if self.clock_source == "database":
+            source, last, incarnation, floor = self._database_start(tx)
+        else:
+            # A writer will most likely sign: the service key comes with the clock.
+            found = tx.meta.get_many(_WRITE_META)
+            source, incarnation = float(self._clock()), found.get("incarnation", "")
+            last = float(found["clock_last"]) if "clock_last" in found else None
+            floor = tx.audit.latest_at() if gate.exclusive and not self.is_sqlite else None
+        held = (
+            [] if gate.exclusive or self.is_sqlite else [tx.audit.head(c or None).at for c in gate.ordered()]
+        )
+        now = max([source, *_floats(last, floor, *held)])
+        if (gate.exclusive or self.is_sqlite) and (last is None or now > last):
+            tx.meta.set("clock_last", repr(now))
+        return now, incarnation
 
     @staticmethod
-    def _database_now(conn: Connection, meta: MetaRepo, *, write: bool) -> tuple[float, str]:
-        row = conn.exec_driver_sql(_PG_CLOCK_WRITE if write else _PG_CLOCK_READ).one()
-        server = float(row.now)
-        now = max(server, float(row.last)) if row.last is not None else server
-        if write and row.last is None:
-            meta.set("clock_last", repr(now))  # first write of a fresh ledger
-        return now, row.incarnation or ""
+    def _database_start(tx: Tx) -> tuple[float, float | None, str, float | None]:
+        """The first statement of a PostgreSQL write: clock, guard, incarnation, and the first
+        seq and chain head primed into `tx.audit`."""
+        gate = tx.audit.gate
+        chains = gate.ordered()
+        if gate.exclusive:
+            row = tx.conn.exec_driver_sql(_PG_START_LEDGER).one()
+            tx.audit.prime(None, None, int(row.seq))
+            floor = row.head_at
+        else:
+            row = tx.conn.exec_driver_sql(_PG_START_CHAIN, {"chain": chains[0]}).one()
+            head = (
+                EMPTY if row.head_seq is None else Head(int(row.head_seq), row.head_hash, row.head_at, True)
+            )
+            tx.audit.prime(chains[0], head, int(row.seq))
+            floor = None
+        last = float(row.last) if row.last is not None else None
+        tx.meta.remember(
+            {"clock_last": row.last, "incarnation": row.incarnation, "service_key": row.service_key}
+        )
+        return float(row.now), last, row.incarnation or "", floor
 
     def _retryable(self, exc: DBAPIError | _Reconnect) -> bool:
         if isinstance(exc, _Reconnect):
@@ -417,12 +517,16 @@ class _Reconnect(Exception):
     """A connection was found dead before the transaction's function ran: safe to retry."""
 
 
-def _autocommit_execute(raw: Any, sql: str, key: int) -> None:
+def _floats(*values: float | str | None) -> list[float]:
+    return [float(v) for v in values if v is not None]
+
+
+def _autocommit_execute(raw: Any, sql: str, keys: list[int]) -> None:
     if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         raw.rollback()
     raw.autocommit = True
     try:
-        raw.execute(sql, (key,))
+        raw.execute(sql, keys)
     finally:
         raw.autocommit = False
 
@@ -463,14 +567,6 @@ def _create_private_sqlite_file(url: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
 
 
-def _writer_lock_path(url: str) -> str | None:
-    """`<ledger>.writer-lock` beside a SQLite file; None for an in-memory database."""
-    database = make_url(url).database
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return None
-    return database + ".writer-lock"
-
-
 def _pg_connect_args(url: str) -> dict[str, Any]:
     """A replica that dies holding the writer gate must not hold it for long: the server
     probes idle sockets (keepalives) and ends sessions idle inside a transaction. Settings
@@ -493,3 +589,21 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def _writer_lock_path(url: str) -> str | None:
+    """`<ledger>.writer-lock` beside a SQLite file; None for an in-memory database."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return database + ".writer-lock"
+
+
+def _within(gate: Gate, fn: Callable[[Tx], T]) -> Callable[[Tx], T]:
+    """`fn` on a transaction that may append only to `gate`'s chains (volatile if `fn` is)."""
+
+    def run(tx: Tx) -> T:
+        tx.audit.gate = gate
+        return fn(tx)
+
+    return volatile(run) if isinstance(fn, Volatile) else run

@@ -271,6 +271,17 @@ events = Table(
     Index("ix_events_subject", "subject", "seq"),
 )
 
+# The head of each audit chain (one per project, "" for events of no project): the last
+# event's seq and hash, and its time (the chain's clock guard). Updated with every append.
+chains = Table(
+    "chains",
+    metadata,
+    Column("chain", String(ID), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("hash", String(80), nullable=False),
+    Column("at", Float, nullable=False),
+)
+
 # The A2A face (docs/a2a.md): intake templates an admin defines, and delegated tasks.
 a2a_intakes = Table(
     "a2a_intakes",

@@ -49,6 +49,8 @@ def load_rows(url: str) -> dict[str, list[dict[str, Any]]]:
         "tasks": "SELECT * FROM tasks",
         "attempts": "SELECT * FROM attempts",
         "artifact_revisions": "SELECT * FROM artifact_revisions",
+        "chains": "SELECT * FROM chains",
+        "meta": "SELECT * FROM meta WHERE key = 'chain_split'",
     }
     with engine.connect() as conn:
         for name, sql in queries.items():
@@ -65,7 +67,8 @@ def check_run(rows: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any
     deadlines = {a["id"]: float(a["lease_deadline"]) for a in rows["attempts"]}
     for problem in replay_predicates(events, deadlines):
         found.add(problem)
-    _chain(events, found)
+    split = int(rows["meta"][0]["value"]) if rows["meta"] else 0
+    _chain(events, split, {c["chain"]: (c["seq"], c["hash"]) for c in rows["chains"]}, found)
     _fences(events, found)
     _contract_and_admission(events, found)
     _one_per_task(rows, found)
@@ -74,9 +77,15 @@ def check_run(rows: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any
     return found
 
 
-def _chain(events: list[dict[str, Any]], found: Findings) -> None:
-    prev = _GENESIS
+def _chain(
+    events: list[dict[str, Any]], split: int, heads: dict[str, tuple[int, str]], found: Findings
+) -> None:
+    """Up to `split` one global chain (seq 1, 2, ...); after it, each event links to the previous
+    event of its project ("" for events of no project), and each chain ends at its head row."""
+    whole, last = _GENESIS, {}
     for n, e in enumerate(events, start=1):
+        chain = e["project_id"] or ""
+        prev = whole if e["seq"] <= split else last.get(chain, (0, _GENESIS))[1]
         body = {
             "seq": e["seq"],
             "project_id": e["project_id"],
@@ -87,10 +96,13 @@ def _chain(events: list[dict[str, Any]], found: Findings) -> None:
             "at": repr(float(e["at"])),
         }
         digest = "sha256:" + hashlib.sha256(rfc8785.dumps({"prev": prev, "event": body})).hexdigest()
-        if e["seq"] != n or e["prev_hash"] != prev or e["hash"] != digest:
+        if (e["seq"] <= split and e["seq"] != n) or e["prev_hash"] != prev or e["hash"] != digest:
             found.add(f"audit chain broken at seq {e['seq']}")
             return
-        prev = e["hash"]
+        whole = e["hash"] if e["seq"] <= split else whole
+        last[chain] = (e["seq"], e["hash"])
+    if heads != last:
+        found.add(f"chain heads {sorted(heads.items())[:3]} are not the chains' last events")
 
 
 def _fences(events: list[dict[str, Any]], found: Findings) -> None:

@@ -20,7 +20,7 @@ from studiolo.store.cli import register
 from tests.store.pgdb import fresh_database, server_url
 from tests.world import World, build_world
 
-_CHANGED_BY_RESTORE = {"meta", "events", "tasks"}
+_CHANGED_BY_RESTORE = {"meta", "events", "tasks", "chains"}  # chains: ledger.restored
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

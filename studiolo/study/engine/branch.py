@@ -21,6 +21,7 @@ from typing import Protocol, TypeVar
 
 from studiolo.clock import ManualClock
 from studiolo.store import Store, Tx
+from studiolo.store.gate import Gate
 
 __all__ = ["BranchStore", "open_branches"]
 
@@ -60,11 +61,14 @@ class BranchStore(Store):
         self._savepoint = savepoint
         self._manual_clock = clock
 
-    def write(self, fn: Callable[[Tx], T]) -> T:
-        return self._atomic(fn, write=True)
+    def write(self, fn: Callable[[Tx], T], gate: Gate | None = None) -> T:
+        return self._atomic(fn, write=True)  # the one open transaction holds every gate
 
     def read(self, fn: Callable[[Tx], T]) -> T:
         return self._atomic(fn, write=False)
+
+    def project_of(self, kind: str, ident: str) -> str | None:
+        return None  # no gate to choose: the one open transaction holds them all
 
     @contextmanager
     def branch(self) -> Iterator[None]:
