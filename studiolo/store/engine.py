@@ -44,6 +44,7 @@ import fcntl
 import functools
 import os
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -298,7 +299,7 @@ class Store:
         for attempt in range(self._max_retries + 1):
             try:
                 return once()
-            except (DBAPIError, _Reconnect) as exc:
+            except (DBAPIError, _Reconnect, psycopg.Error, sqlite3.Error) as exc:
                 if attempt >= self._max_retries or not self._retryable(exc):
                     raise
                 self.retries += 1
@@ -503,14 +504,15 @@ class Store:
         )
         return float(row.now), last, row.incarnation or "", floor
 
-    def _retryable(self, exc: DBAPIError | _Reconnect) -> bool:
+    def _retryable(self, exc: DBAPIError | _Reconnect | psycopg.Error | sqlite3.Error) -> bool:
+        """Driver errors come wrapped (SQLAlchemy statements) or bare (prepared SQL, `_raw`)."""
         if isinstance(exc, _Reconnect):
             return True
+        orig = exc.orig if isinstance(exc, DBAPIError) else exc
         if self.is_sqlite:
-            text = str(exc.orig)
+            text = str(orig)
             return "locked" in text or "busy" in text
-        state = getattr(exc.orig, "sqlstate", None)
-        return state in _RETRYABLE_SQLSTATES
+        return getattr(orig, "sqlstate", None) in _RETRYABLE_SQLSTATES
 
 
 class _Reconnect(Exception):
