@@ -224,3 +224,19 @@ def test_a_whole_ledger_write_waits_for_project_writers_and_holds_new_ones_back(
     assert seqs["service_key.rotated"] < seqs["completion.accepted"]  # seq order is commit order
     other.dispose()
     a.coord.store.dispose()
+
+
+def test_an_incremental_verification_reads_each_chain_after_its_verified_head(
+    store_url: str, tmp_path: Path
+) -> None:
+    a, b = _two_projects(tmp_path, store_url)
+    first = a.coord.verify_audit()
+    _complete_one(a)
+    _complete_one(b)
+    whole = a.coord.verify_audit()
+    assert a.coord.verify_audit(since=first) == whole and whole.events > first.events
+    newest_b = max(e["seq"] for e in _events(a.coord.store) if e["project_id"] == b.project_id)
+    _tamper(a.coord.store, update(s.events).where(s.events.c.seq == newest_b).values(subject="forged"))
+    report = a.coord.verify_audit(since=first)
+    assert not report.ok and report.first_bad_seq == newest_b
+    a.coord.store.dispose()
