@@ -5,6 +5,7 @@ finalization through the normal completion transaction, and the operator review 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -33,6 +34,7 @@ from studiolo.store import Tx
 __all__ = ["RemoteWaitOps"]
 
 _S = RemoteState
+_LEASE_KEY = "a2a_requester"
 
 
 class RemoteWaitOps(WorkOps, CompletionOps):
@@ -102,6 +104,32 @@ class RemoteWaitOps(WorkOps, CompletionOps):
                 dlg_id, end, reason=reason, evidence=evidence, blobs=blobs, only_from=_S.AWAITING
             )
         return self.store.write(lambda tx: self._finalize(tx, self._delegation(tx, dlg_id), result, None))
+
+    # one requester per ledger ------------------------------------------------------
+    def requester_lease(self, owner: str, ttl: float) -> bool:
+        """Take or renew the ledger's requester lease (`meta.a2a_requester`): only its holder
+        drives delegations, so that several service processes on one ledger never send one
+        delegation twice. A holder that dies loses it after `ttl` seconds."""
+
+        def run(tx: Tx) -> bool:
+            raw = tx.meta.get(_LEASE_KEY)
+            held = json.loads(raw) if raw else None
+            if held and held.get("owner") != owner and float(held.get("until", 0)) > tx.now:
+                return False
+            tx.meta.set(_LEASE_KEY, json.dumps({"owner": owner, "until": tx.now + ttl}))
+            return True
+
+        return self.store.write(run)
+
+    def requester_release(self, owner: str) -> None:
+        """Give the lease up (a clean stop): the next requester need not wait for it to expire."""
+
+        def run(tx: Tx) -> None:
+            raw = tx.meta.get(_LEASE_KEY)
+            if raw and json.loads(raw).get("owner") == owner:
+                tx.meta.set(_LEASE_KEY, json.dumps({"owner": owner, "until": 0}))
+
+        self.store.write(run)
 
     # the operator review queue ----------------------------------------------------
     def remote_review_queue(self, caller: Principal, project_id: str) -> list[RemoteDelegation]:

@@ -239,3 +239,15 @@ def test_keepalive_renews_the_lease_only_when_half_is_gone(world: World) -> None
     c.grant(world.admin, world.project_id, world.agent.id, ["write", "claim", "complete"], ["remote/**"])
     c.reassign(world.admin, task_id, world.agent.id)
     assert not c.remote_keepalive(d.id)
+
+
+def test_one_requester_lease_per_ledger(world: World) -> None:
+    c = world.coord
+    assert c.requester_lease("a", 10.0) and c.requester_lease("a", 10.0)  # taken, renewed
+    assert not c.requester_lease("b", 10.0)
+    world.clock.advance(11.0)  # "a" died: its lease ran out
+    assert c.requester_lease("b", 10.0) and not c.requester_lease("a", 10.0)
+    c.requester_release("a")  # not the holder: nothing changes
+    assert not c.requester_lease("a", 10.0)
+    c.requester_release("b")  # a clean stop hands over at once
+    assert c.requester_lease("a", 10.0)

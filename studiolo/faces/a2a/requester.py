@@ -16,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import threading
+import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -186,6 +189,8 @@ class Requester:
         self.door = door
         self.settings = settings
         self.policy = policy_from(settings)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.lease_seconds = max(2.0, 10 * settings.a2a_poll_seconds)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -230,22 +235,34 @@ class Requester:
         asyncio.run(main())
 
     async def _supervise(self) -> None:
+        """Hold the ledger's requester lease and drive every pending delegation; without the
+        lease (another process holds it), drive nothing."""
         assert self._wake is not None
         while not self._stop.is_set():
             try:
-                pending = await asyncio.to_thread(self.door.pending_remote)
+                if await asyncio.to_thread(self.door.requester_lease, self.owner, self.lease_seconds):
+                    self._spawn(await asyncio.to_thread(self.door.pending_remote))
+                else:
+                    await self._cancel_all()
             except Exception:
-                log.exception("reading the pending delegations failed")
-                pending = []
-            for d, org in pending:
-                if d.id not in self._running:
-                    self._running[d.id] = asyncio.create_task(self._guarded(d, org))
+                log.exception("the requester could not read the ledger")
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.settings.a2a_poll_seconds)
-        for task in self._running.values():
+        await self._cancel_all()
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self.door.requester_release, self.owner)
+
+    def _spawn(self, pending: list[tuple[RemoteDelegation, RemoteOrg]]) -> None:
+        for d, org in pending:
+            if d.id not in self._running:
+                self._running[d.id] = asyncio.create_task(self._guarded(d, org))
+
+    async def _cancel_all(self) -> None:
+        running = list(self._running.values())
+        for task in running:
             task.cancel()
-        await asyncio.gather(*self._running.values(), return_exceptions=True)
+        await asyncio.gather(*running, return_exceptions=True)
 
     async def _guarded(self, d: RemoteDelegation, org: RemoteOrg) -> None:
         try:

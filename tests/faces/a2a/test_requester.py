@@ -315,3 +315,19 @@ def test_which_send_failures_are_tried_again() -> None:
     assert not _transient(_wrapped(_status(400)))
     assert not _transient(A2AClientError("the remote refused"))
     assert not _transient(ValueError("malformed"))
+
+
+def test_two_service_processes_on_one_ledger_send_a_delegation_once(side: Side, key: ServiceKey) -> None:
+    """A second requester (another `serve` worker) on the same ledger waits for the lease."""
+    other = Requester(side.world.coord, side.requester.settings)
+    other.start()
+    try:
+        scenario = Scenario()
+        with remote_agent(scenario, key) as agent:
+            d = side.delegate(agent)
+            other.kick()
+            side.wait(d.id, RemoteState.FINALIZED)
+            time.sleep(0.3)
+    finally:
+        other.stop()
+    assert len(scenario.messages) == 1 and side.task_status() is TaskStatus.COMPLETED
