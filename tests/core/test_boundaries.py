@@ -58,6 +58,7 @@ CLIENT = (
         "studiolo.keys",
         "studiolo.client",
         "studiolo.faces.cli._lazy",
+        "studiolo.faces.cli._output",
         "studiolo.faces.cli._state",
     }
 )
@@ -69,6 +70,7 @@ CLIENT_FILES = (
     "verifier/http.py",
     "faces/cli/__init__.py",
     "faces/cli/_lazy.py",
+    "faces/cli/_output.py",
     "faces/cli/_state.py",
     "faces/cli/work.py",
     "faces/cli/content.py",
@@ -185,10 +187,11 @@ def test_the_probe_sees_a_server_module() -> None:
 
 
 def test_a_worker_command_loads_no_http_command_line() -> None:
-    """`import httpx` would bring httpx's own CLI (click, pygments); `studiolo` keeps it out."""
+    """`import httpx` would bring httpx's own CLI (click, pygments); `studiolo` keeps it out,
+    and output that is captured (here: the error, on a pipe) is printed without rich."""
     loaded = _loaded(
         "import sys\nfrom studiolo.faces.cli import main\n"
-        "sys.argv = ['studiolo', '--url', 'http://127.0.0.1:9', '--token', 't', 'whoami', '--json']\n"
+        "sys.argv = ['studiolo', '--url', 'http://127.0.0.1:9', '--token', 't', 'whoami']\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code == 4, exc.code"
     )
     assert "httpx" in loaded and "studiolo.client" in loaded

@@ -22,13 +22,12 @@ from typer import _click
 
 from studiolo._exceptions import InvalidRequest, StudioloError
 from studiolo.faces.cli._lazy import LazyGroup
+from studiolo.faces.cli._output import Printer, Rows, escape_markup, printer
 from studiolo.settings import ClientSettings
 
 if TYPE_CHECKING:  # imported where used, so that `studiolo --help` loads none of them
     import httpx
     from pydantic import BaseModel
-    from rich.console import Console
-    from rich.table import Table
 
     from studiolo.client import Client
 
@@ -108,15 +107,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def emit(st: CliState, value: Any, human: Callable[[Console], None] | None = None) -> None:
-    """Print `value` as JSON (`--json`) or through `human` (default: a key/value table)."""
+def emit(st: CliState, value: Any, human: Callable[[Printer], None] | None = None) -> None:
+    """Print `value` as JSON (`--json`) or through `human` (default: a key/value table), on
+    a terminal with Rich, else as plain lines (`_output`)."""
     if st.json:
         typer.echo(json.dumps(_plain(value), indent=2, sort_keys=True))
         return
     from pydantic import BaseModel
-    from rich.console import Console
 
-    console = Console(soft_wrap=False)
+    console = printer()
     if human is not None:
         human(console)
     elif isinstance(value, BaseModel):
@@ -125,27 +124,17 @@ def emit(st: CliState, value: Any, human: Callable[[Console], None] | None = Non
         console.print(value)
 
 
-def _record(model: BaseModel) -> Table:
-    from rich.table import Table
-
-    t = Table(show_header=False, box=None, pad_edge=False)
-    t.add_column(style="bold")
-    t.add_column(overflow="fold")
-    for key, val in model.model_dump(mode="json").items():
-        t.add_row(key, val if isinstance(val, str) else json.dumps(val))
-    return t
+def _record(model: BaseModel) -> Rows:
+    pairs = [
+        (key, val if isinstance(val, str) else json.dumps(val))
+        for key, val in model.model_dump(mode="json").items()
+    ]
+    return Rows(columns=("field", "value"), rows=pairs, header=False)
 
 
-def table(rows: Iterable[BaseModel], columns: Sequence[str], title: str | None = None) -> Table:
-    from rich.table import Table
-
-    t = Table(title=title)
-    for col in columns:
-        t.add_column(col, overflow="fold")
-    for row in rows:
-        data = row.model_dump(mode="json")
-        t.add_row(*(_cell(data.get(c)) for c in columns))
-    return t
+def table(rows: Iterable[BaseModel], columns: Sequence[str], title: str | None = None) -> Rows:
+    data = [row.model_dump(mode="json") for row in rows]
+    return Rows(columns=columns, rows=[[_cell(d.get(c)) for c in columns] for d in data], title=title)
 
 
 def _cell(value: Any) -> str:
@@ -184,8 +173,5 @@ def _report(ctx: _click.Context, status: int, problem: dict[str, Any]) -> None:
         return
     failed = problem.get("failed") or []
     extra = f" (failed: {', '.join(failed)})" if len(failed) > 1 else ""
-    from rich.console import Console
-
-    Console(stderr=True, file=sys.stderr).print(
-        f"[red]error[/] {problem['reason']}: {problem['detail']}{extra}", highlight=False
-    )
+    text = escape_markup(f"{problem['reason']}: {problem['detail']}{extra}")  # the server's words
+    printer(stderr=True).print(f"[red]error[/] {text}", highlight=False)

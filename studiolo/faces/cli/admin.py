@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from studiolo.core.enums import Action, PrincipalKind
+from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
-
-if TYPE_CHECKING:  # rich is imported where something is printed (not for --json)
-    from rich.console import Console
 
 __all__ = ["register"]
 
@@ -62,7 +60,7 @@ def principal_add(
     with st.client() as c:
         issued = c.add_principal(name, kind, public_key, project=project)
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         con.print(f"added {issued.principal.kind} [bold]{name}[/] ({issued.principal.id})")
         con.print(f"token (shown once): [bold]{issued.token}[/]", soft_wrap=True)
 

@@ -14,15 +14,13 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from studiolo.client import Client, UntrustedResponse, confined_path, is_git_segment, write_confined
+from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
-
-if TYPE_CHECKING:  # rich is imported where something is printed (not for --json)
-    from rich.console import Console
 
 __all__ = ["MANIFEST", "register"]
 
@@ -144,7 +142,7 @@ def submit(
         collections = {p: c.collection(p, project=project).revision for p in collection_dep or []}
         cand = c.submit_candidate(attempt_id, files, bases, deps, collections)
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         con.print(f"candidate [bold]{cand.id}[/] ({cand.digest})")
         con.print(f"writes {', '.join(cand.write_set)}; declares {len(cand.file_deps)} read file(s)")
 

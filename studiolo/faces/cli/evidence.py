@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from studiolo._exceptions import InvalidRequest
+from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import CliState, JsonOpt, emit, state, table
 
 if TYPE_CHECKING:  # imported where used: `complete` loads no key, `--json` prints no table
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from rich.console import Console
 
 __all__ = ["load_private_key", "register"]
 
@@ -60,7 +60,7 @@ def receipts(ctx: typer.Context, candidate_id: str, json_out: JsonOpt = False) -
     with st.client() as c:
         rows = c.receipts(candidate_id)
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         for r in rows:
             b = r.body
             con.print(f"{r.id}  {b['criterion']} via {b['checker']}: [bold]{b['result']}[/] by {b['issuer']}")
@@ -136,7 +136,7 @@ def complete(
         )
     out = done.completion
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         how = "already recorded (idempotent replay)" if done.replay else "[green]accepted[/]"
         con.print(f"{how}: {out.id} at commit version {out.commit_version}")
         con.print(f"revisions {out.revisions}")

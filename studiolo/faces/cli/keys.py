@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 import typer
-from rich.console import Console
 
+from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import JsonOpt, emit, state
 from studiolo.faces.cli.ledger import DatabaseUrl, _coordinator, _settings
 
@@ -34,7 +34,7 @@ def keys_rotate(ctx: typer.Context, database_url: DatabaseUrl = None, json_out: 
     finally:
         coordinator.store.dispose()
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         con.print(f"receipts are now signed with kid {rotation.kid}; {rotation.previous_kid} stays published")
 
     emit(st, dataclasses.asdict(rotation), human)
@@ -50,7 +50,7 @@ def keys_list(ctx: typer.Context, database_url: DatabaseUrl = None, json_out: Js
     finally:
         coordinator.store.dispose()
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         for i, key in enumerate(jwks["keys"]):
             con.print(f"{key['kid']}  {'signing' if i == 0 else 'retired'}  {key['x']}", highlight=False)
 

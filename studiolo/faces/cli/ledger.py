@@ -15,6 +15,7 @@ from rich.table import Table
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.demo import DemoProject, run_story, seed
+from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import JsonOpt, emit, state
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
@@ -65,7 +66,7 @@ def init(
         return
     out = {"initialized": True, "database_url": settings.database_url, "admin_token": issued.token}
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         con.print(f"initialized {settings.database_url}")
         con.print(f"admin token (shown once): [bold]{issued.token}[/]", soft_wrap=True)
 
@@ -188,7 +189,7 @@ def audit_verify(ctx: typer.Context, database_url: DatabaseUrl = None, json_out:
     report = _coordinator(_settings(database_url)).verify_audit()
     out = dataclasses.asdict(report)
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         if report.ok:
             con.print(f"[green]ok[/]: {report.events} events, head {report.head}")
         else:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
 
 __all__ = ["register"]
@@ -52,7 +52,7 @@ def org_add(
     with st.client() as c:
         org = c.add_remote_org(name, _keys(key), target=target, project=project)
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         con.print(f"pinned {len(org.keys)} key(s) for [bold]{org.name}[/] ({org.id})")
         con.print(f"contracts name the checker [bold]{org.checker}[/]; results land under {org.target}")
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from studiolo.api import responses as s
+from studiolo.faces.cli._output import Printer, printer
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
-
-if TYPE_CHECKING:  # rich is imported where something is printed (not for --json)
-    from rich.console import Console
 
 __all__ = ["register"]
 
@@ -41,7 +39,7 @@ def orient(ctx: typer.Context, project: Project = None, json_out: JsonOpt = Fals
     with st.client() as c:
         o = c.orientation(project)
 
-    def human(con: Console) -> None:
+    def human(con: Printer) -> None:
         con.print(f"[bold]{o.principal.name}[/] ({o.principal.kind}) in {o.project_id}")
         if o.policy:
             con.print(f"policy v{o.policy.version}: {o.policy.text}")
@@ -76,7 +74,7 @@ def task_show(ctx: typer.Context, task_id: str, json_out: JsonOpt = False) -> No
     emit(st, v, lambda con: _show_task(con, v))
 
 
-def _show_task(con: Console, v: s.TaskViewOut) -> None:
+def _show_task(con: Printer, v: s.TaskViewOut) -> None:
     t = v.task
     current = "" if t.still_current is None else f" (still current: {t.still_current})"
     con.print(f"[bold]{t.title}[/] {t.id}\nstatus {t.status} · fact [bold]{t.fact}[/]{current}")
@@ -217,9 +215,7 @@ def events(
             rows = c.events(after, limit, project=project)
             emit(st, rows, lambda con: con.print(table(rows, ["seq", "kind", "actor", "subject"])))
             return
-        from rich.console import Console
-
-        con = Console(soft_wrap=True)
+        con = printer(soft_wrap=True)  # one line per event, as it arrives
         for e in c.stream_events(after, timeout=timeout, project=project):
             if st.json:
                 typer.echo(e.model_dump_json())
