@@ -62,13 +62,15 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             if tx.remote.org_by_name(project_id, org_name) is not None:
                 raise Conflict(f"remote organisation {org_name!r} exists", reason="conflict")
             attest = ServiceKey.generate()
-            agent = self._issue(tx, project_id, f"a2a-{org_name}", PrincipalKind.AGENT, None).principal
+            agent = self._principal(tx, caller, project_id, f"a2a-{org_name}", PrincipalKind.AGENT, None)
             manifest = f"a2a-{org_name}-manifest"
-            verifier = self._issue(tx, project_id, manifest, PrincipalKind.VERIFIER, attest.public).principal
+            verifier = self._principal(
+                tx, caller, project_id, manifest, PrincipalKind.VERIFIER, attest.public
+            )
             scope = (f"{prefix}**",)
             for who, acts in ((agent, _AGENT_ACTIONS), (verifier, frozenset({Action.READ, Action.VERIFY}))):
-                tx.access.add_grant(Grant(self.ids.new("grt"), project_id, who.id, acts, scope, tx.now))
-            checker = self._remote_checker(tx, project_id, org_name, verifier.id)
+                self._grant(tx, caller, Grant(self.ids.new("grt"), project_id, who.id, acts, scope, tx.now))
+            checker = self._remote_checker(tx, caller, project_id, org_name, verifier.id)
             org = RemoteOrg(
                 self.ids.new("org"),
                 project_id,
@@ -89,11 +91,34 @@ class RemoteOps(AdminOps, RemoteWaitOps):
 
         return self.store.write(run)
 
-    def _remote_checker(self, tx: Tx, project_id: str, org_name: str, verifier_id: str) -> str:
+    def _principal(
+        self, tx: Tx, caller: Principal, project_id: str, name: str, kind: PrincipalKind, key: str | None
+    ) -> Principal:
+        p = self._issue(tx, project_id, name, kind, key).principal
+        self.audit(tx, project_id, "principal.added", caller, p.id, name=name, kind=kind.value)
+        if key is not None:
+            self.audit(tx, project_id, "principal.key_set", caller, p.id, key=key)
+        return p
+
+    def _grant(self, tx: Tx, caller: Principal, g: Grant) -> None:
+        """A grant of the organisation's principals: the same `grant.created` event as any."""
+        tx.access.add_grant(g)
+        actions = sorted(a.value for a in g.actions)
+        self.audit(
+            tx, g.project_id, "grant.created", caller, g.id, principal=g.principal_id, actions=actions,
+            scope=list(g.scope),
+        )  # fmt: skip
+
+    def _remote_checker(
+        self, tx: Tx, caller: Principal, project_id: str, org_name: str, verifier_id: str
+    ) -> str:
         c = Checker(
             project_id, f"a2a-{org_name}", "1", "a2a-manifest", {"org": org_name}, frozenset({verifier_id})
         )
-        tx.access.put_checker(c, tx.now, replace=tx.access.checker(project_id, c.name, c.version) is not None)
+        if tx.access.checker(project_id, c.name, c.version) is not None:
+            raise Conflict(f"checker {c.ref} exists: choose another organisation name", reason="conflict")
+        tx.access.put_checker(c, tx.now, replace=False)
+        self.audit(tx, project_id, "checker.admitted", caller, c.ref, kind=c.kind, verifiers=[verifier_id])
         return c.ref
 
     def revoke_remote_org(self, caller: Principal, project_id: str, name: str) -> RemoteOrg:
@@ -111,6 +136,7 @@ class RemoteOps(AdminOps, RemoteWaitOps):
                 for who in (org.agent_id, org.verifier_id):
                     for g in tx.access.grants_of(who, project_id):
                         tx.access.revoke_grant(g.id, tx.now)
+                        self.audit(tx, project_id, "grant.revoked", caller, g.id, principal=who)
                 self.audit(tx, project_id, "a2a.remote_org.revoked", caller, org.id, name=org.name)
             found = tx.remote.org(org.id)
             assert found is not None

@@ -12,7 +12,16 @@ from typing import Any
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound
 from studiolo.core.canonical import digest_bytes, digest_json
-from studiolo.core.model import Action, AttemptStatus, Candidate, Principal, Receipt, Task, TaskStatus
+from studiolo.core.model import (
+    Action,
+    Attempt,
+    AttemptStatus,
+    Candidate,
+    Principal,
+    Receipt,
+    Task,
+    TaskStatus,
+)
 from studiolo.core.quiescence import TaskState
 from studiolo.core.remote import (
     RemoteDelegation,
@@ -29,7 +38,7 @@ from studiolo.service._base import check_id
 from studiolo.service.completion import CompletionOps, CompletionOutcome, _Rejected, make_request
 from studiolo.service.evidence import parse_receipt_body
 from studiolo.service.work import WorkOps
-from studiolo.store import Tx
+from studiolo.store import Tx, volatile
 
 __all__ = ["RemoteWaitOps"]
 
@@ -66,9 +75,11 @@ class RemoteWaitOps(WorkOps, CompletionOps):
 
     def remote_keepalive(self, dlg_id: str) -> bool:
         """Keep the local attempt's lease while the remote works; False once it is not current.
-        A read decides first: the lease is renewed (a write) only once half of it has passed."""
+        A read decides first; the lease is extended only once half of it has passed, as a
+        heartbeat is: a conditional update, not an audit event (the completion records the
+        deadline it relied on)."""
 
-        def due(tx: Tx) -> bool | None:
+        def due(tx: Tx) -> tuple[Attempt, bool] | None:
             d = self._delegation(tx, dlg_id)
             attempt = tx.work.attempt(d.attempt_id)
             task = tx.work.task(d.task_id)
@@ -76,20 +87,19 @@ class RemoteWaitOps(WorkOps, CompletionOps):
                 return None
             if not self._live(tx, attempt):
                 return None
-            return attempt.lease_deadline - tx.now <= self.settings.max_lease_seconds / 2
+            return attempt, attempt.lease_deadline - tx.now <= self.settings.max_lease_seconds / 2
+
+        found = self.store.read(due)
+        if found is None:
+            return False
+        attempt, needed = found
+        if not needed:
+            return True
 
         def renew(tx: Tx) -> bool:
-            again = due(tx)
-            if again:
-                d = self._delegation(tx, dlg_id)
-                tx.work.update_attempt(d.attempt_id, lease_deadline=tx.now + self.settings.max_lease_seconds)
-                self.audit(tx, d.project_id, "attempt.heartbeat", None, d.attempt_id, delegation=d.id)
-            return again is not None
+            return tx.work.extend_lease(attempt, tx.now, tx.now + self.settings.max_lease_seconds)
 
-        needed = self.store.read(due)
-        if needed is None:
-            return False
-        return self.store.write(renew) if needed else True
+        return self.store.write(volatile(renew), self.gate_of("attempt", attempt.id))
 
     def remote_finish(self, dlg_id: str, result: RemoteResult) -> RemoteDelegation:
         """The artifacts quiesced. A completed remote task becomes a candidate, a receipt by the
@@ -119,7 +129,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             tx.meta.set(_LEASE_KEY, json.dumps({"owner": owner, "until": tx.now + ttl}))
             return True
 
-        return self.store.write(run)
+        return self.write_in(None, run)  # no project's chain: other writers go on
 
     def requester_release(self, owner: str) -> None:
         """Give the lease up (a clean stop): the next requester need not wait for it to expire."""
@@ -129,7 +139,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             if raw and json.loads(raw).get("owner") == owner:
                 tx.meta.set(_LEASE_KEY, json.dumps({"owner": owner, "until": 0}))
 
-        self.store.write(run)
+        self.write_in(None, run)
 
     # the operator review queue ----------------------------------------------------
     def remote_review_queue(self, caller: Principal, project_id: str) -> list[RemoteDelegation]:

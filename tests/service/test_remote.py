@@ -19,6 +19,7 @@ from studiolo.core.remote import (
     can_move,
 )
 from studiolo.keys import ServiceKey
+from tests.auditcheck import check, load_deadlines, load_events
 from tests.world import World
 
 KEY = ServiceKey.generate()
@@ -67,6 +68,9 @@ def test_a_quiesced_completed_result_completes_the_task_once(world: World) -> No
     kinds = [e.kind for e in c.events(world.admin, world.project_id) if e.subject == d.id]
     assert kinds.count("a2a.remote.state") == 3 and "a2a.remote.delegated" in kinds
     assert c.verify_audit().ok
+    # An independent replay of the log re-derives the contract at the remote result's commit.
+    url = c.store.url
+    assert check(load_events(url), load_deadlines(url)) == []
 
 
 def test_a_late_result_after_reassignment_is_refused_by_the_contract(world: World) -> None:

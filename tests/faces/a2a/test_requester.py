@@ -25,6 +25,7 @@ from studiolo.faces.cli import build_app
 from studiolo.faces.http.server import ServerThread
 from studiolo.keys import ServiceKey
 from studiolo.settings import Settings
+from tests.auditcheck import check, load_deadlines, load_events
 from tests.faces.a2a.conftest import Live, work_task
 from tests.faces.a2a.remote_agent import RemoteAgent, Scenario, remote_agent
 from tests.world import World, build_world
@@ -120,6 +121,8 @@ def test_a_detached_artifact_after_completed_is_waited_for(side: Side, key: Serv
         done = side.wait(d.id, RemoteState.FINALIZED)
     assert side.task_status() is TaskStatus.COMPLETED and done.completion_id
     assert _published(side, d) == {"bundle.bin": BIG, "summary.txt": b"attested\n"}
+    url = side.world.coord.store.url  # an independent replay of the log agrees with the commit
+    assert check(load_events(url), load_deadlines(url)) == []
     message = scenario.messages[0]
     assert dict(message.metadata)["title"] == "attest the bundle"
 
@@ -191,6 +194,8 @@ def test_an_artifact_that_never_arrives_is_indeterminate_then_an_operator_finali
     done = c.review_remote(w.admin, d.id, "finalize", "bundle confirmed out of band")
     assert done.state is RemoteState.FINALIZED and side.task_status() is TaskStatus.COMPLETED
     assert _published(side, d) == {"summary.txt": b"attested\n"}
+    url = c.store.url
+    assert check(load_events(url), load_deadlines(url)) == []
 
 
 def test_the_local_task_reassigned_while_the_remote_works(side: Side, key: ServiceKey) -> None:
