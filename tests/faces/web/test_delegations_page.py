@@ -48,6 +48,8 @@ def test_an_operator_finalizes_from_the_review_queue(
     assert world.coord.remote_state(dlg).state is RemoteState.FINALIZED
     after = web.get(f"/ui/projects/{world.project_id}/delegations").text
     assert "Nothing waits for an operator." in after and "finalized" in after
+    task_id = world.coord.remote_state(dlg).task_id  # its timeline shows the service's own events
+    assert web.get(f"/ui/tasks/{task_id}").status_code == 200
 
 
 def test_a_reader_sees_the_queue_without_the_forms(
