@@ -202,6 +202,8 @@ class Step:
         try:
             while (at := min(beat, cycle)) < self.end:
                 await asyncio.sleep(max(0.0, at - loop.time()))
+                if self.measuring(at):  # how late the generator itself woke up
+                    self.tally.record("generator_lag", (loop.time() - at) * 1000)
                 if at == cycle:
                     await self._cycle(a, conn, verifier)
                     cycle += self.args.cycle
@@ -309,6 +311,7 @@ def run_step(fleet: Fleet, n: int, port: int, server: int, args: argparse.Namesp
         "completion_p99_ms": round(pct(done, 99), 1),
         "claim_p99_ms": round(pct(lat.get("claim", []), 99), 1),
         "get_task_p99_ms": round(pct(lat.get("get_task", []), 99), 1),
+        "generator_lag_p99_ms": round(pct(lat.pop("generator_lag", []), 99), 1),
         "heartbeats": len(hb),
         "heartbeats_owed": tally.owed_heartbeats,
         "completions": len(done),

@@ -7,8 +7,9 @@ from fastapi import FastAPI
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
 from studiolo.faces.a2a.requester import mount_requester
-from studiolo.faces.http.deps import AuthenticateFirst
+from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
 from studiolo.faces.http.feed import Feeds
+from studiolo.faces.http.hot import HotRoutes
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
 from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
 from studiolo.faces.http.openapi import install_openapi
@@ -41,7 +42,8 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
         mount_requester(app, coordinator, settings)  # delegations to remote A2A agents
     install_handlers(app)
     install_openapi(app)
-    # outermost last: metrics → requests in flight → the caller → the body's size → routes
+    # outermost last: metrics → requests in flight → the caller → the body's size → hot → routes
+    app.add_middleware(HotRoutes, door=coordinator, principal_key=PRINCIPAL_KEY)  # heartbeats
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
     app.add_middleware(AuthenticateFirst, door=coordinator)
     app.add_middleware(InFlightLimit, max_requests=settings.max_in_flight_requests)

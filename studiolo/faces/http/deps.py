@@ -19,10 +19,10 @@ from studiolo.faces.http.metrics import Metrics
 from studiolo.faces.http.problems import problem_response
 from studiolo.service import Coordinator
 
-__all__ = ["AuthenticateFirst", "BearerToken", "Caller", "Door", "MetricsDep"]
+__all__ = ["PRINCIPAL_KEY", "AuthenticateFirst", "BearerToken", "Caller", "Door", "MetricsDep"]
 
 _bearer = HTTPBearer(auto_error=False, description="a Studiolo token: `Authorization: Bearer stl_…`")
-_PRINCIPAL = "studiolo_principal"  # where AuthenticateFirst leaves the caller, in scope["state"]
+_PRINCIPAL = PRINCIPAL_KEY = "studiolo_principal"  # where AuthenticateFirst leaves the caller
 
 
 # The dependencies are `async def`: FastAPI runs a plain `def` dependency in the threadpool,

@@ -16,7 +16,14 @@ from starlette.requests import ClientDisconnect
 from studiolo._exceptions import CompletionRejected, StudioloError
 from studiolo.api.requests import invalid_request
 
-__all__ = ["PROBLEM_MEDIA_TYPE", "Problem", "install_handlers", "problem_response"]
+__all__ = [
+    "PROBLEM_MEDIA_TYPE",
+    "Problem",
+    "error_response",
+    "install_handlers",
+    "problem_response",
+    "unexpected_response",
+]
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _log = logging.getLogger("studiolo.http")
@@ -59,11 +66,21 @@ def problem_response(
     return JSONResponse(body.model_dump(), status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
-async def _studiolo_error(_request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StudioloError)
+def error_response(exc: StudioloError) -> JSONResponse:
+    """The answer to an error of the door (the app's handler, and the hot routes')."""
     title = "Completion rejected" if isinstance(exc, CompletionRejected) else None
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
     return problem_response(exc.status, exc.reason, exc.detail, exc.failed, title=title, headers=headers)
+
+
+def unexpected_response(exc: BaseException) -> JSONResponse:
+    _log.exception("unexpected error", exc_info=exc)
+    return problem_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+async def _studiolo_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StudioloError)
+    return error_response(exc)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -84,8 +101,7 @@ async def _gone(_request: Request, _exc: Exception) -> JSONResponse:
 
 
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
-    _log.exception("unexpected error", exc_info=exc)
-    return problem_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+    return unexpected_response(exc)
 
 
 def install_handlers(app: FastAPI) -> None:

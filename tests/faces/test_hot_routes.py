@@ -1,0 +1,89 @@
+"""The heartbeat's fast lane (`faces/http/hot.py`) answers exactly as the FastAPI route:
+the same status, headers that matter and body, for well-formed and hostile requests alike.
+Each request goes to the app with the lane and to one without it, over the same ledger at
+the same (manual) clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from studiolo.faces.http import hot
+from studiolo.faces.http.app import create_app
+from studiolo.settings import Settings
+from tests.faces.helpers import issue_tokens
+from tests.world import World
+
+
+def _apps(world: World) -> tuple[Any, Any]:
+    settings = Settings(database_url=world.coord.store.url)
+    fast, plain = create_app(world.coord, settings), create_app(world.coord, settings)
+    plain.user_middleware = [m for m in plain.user_middleware if m.cls is not hot.HotRoutes]
+    return fast, plain
+
+
+def _call(app: Any, path: str, headers: dict[str, str], content: bytes | None) -> httpx.Response:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://studiolo.test") as http:
+            return await http.post(path, headers=headers, content=content)
+
+    return asyncio.run(go())
+
+
+def test_the_fast_lane_answers_as_the_route(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens = issue_tokens(world)
+    task = world.new_task()
+    att = world.coord.claim(world.agent, task.id, 60)
+    other = world.coord.claim(world.agent2, world.new_task("other").id, 60)
+    fast, plain = _apps(world)
+    laned: list[str] = []
+    original = hot.HotRoutes._heartbeat
+
+    def counted(self: hot.HotRoutes, *args: Any) -> Any:
+        laned.append(args[2])
+        return original(self, *args)
+
+    monkeypatch.setattr(hot.HotRoutes, "_heartbeat", counted)
+    js = {"Content-Type": "application/json"}
+    agent = {"Authorization": f"Bearer {tokens['agent']}", **js}
+    cases: list[tuple[str, dict[str, str], bytes | None]] = [
+        (att.id, agent, b'{"lease_seconds": 90}'),
+        (att.id, agent, b""),
+        (att.id, agent, b"{}"),
+        (att.id, agent, b'{"lease_seconds": null}'),
+        (att.id, agent, b'{"lease_seconds": 0.5}'),  # under the minimum: the door refuses
+        (att.id, agent, b'{"lease_seconds": 1e9}'),
+        (att.id, agent, b'{"lease_seconds": "90"}'),
+        (att.id, agent, b'{"lease_seconds": 90, "extra": 1}'),
+        (att.id, agent, b"{not json"),
+        (att.id, agent, b"null"),
+        (att.id, agent, b"[]"),
+        (att.id, {**agent, "Content-Type": "text/plain"}, b'{"lease_seconds": 90}'),
+        (att.id, js, b'{"lease_seconds": 90}'),  # no token
+        (att.id, {"Authorization": "Bearer stl_nope", **js}, b"{}"),
+        (att.id, {"Authorization": "Basic abc", **js}, b"{}"),
+        (other.id, agent, b"{}"),  # another principal's attempt
+        ("att_doesnotexist00", agent, b"{}"),
+        ("not-an-id", agent, b"{}"),
+        ("%2e%2e", agent, b"{}"),
+    ]
+    for attempt_id, headers, body in cases:
+        path = f"/v1/attempts/{attempt_id}/heartbeat"
+        a, b = _call(fast, path, headers, body), _call(plain, path, headers, body)
+        where = f"{attempt_id} {headers.get('Content-Type')} {body!r}"
+        assert (a.status_code, a.headers.get("content-type")) == (
+            b.status_code,
+            b.headers.get("content-type"),
+        ), where
+        assert json.loads(a.content) == json.loads(b.content), where
+        assert a.headers.get("www-authenticate") == b.headers.get("www-authenticate"), where
+    assert len(laned) == 9  # the well-formed ones took the lane; the rest went to the route
+    world.coord.release(world.agent, att.id)  # and once the attempt is over
+    for app in (fast, plain):
+        gone = _call(app, f"/v1/attempts/{att.id}/heartbeat", agent, b"{}")
+        assert gone.status_code == 409 and gone.json()["reason"] == "attempt_not_active"
