@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import httpx
 import jwt
 from a2a.client import ClientConfig, create_client
-from a2a.client.card_resolver import parse_agent_card
+from a2a.client.card_resolver import A2ACardResolver, parse_agent_card
 from a2a.client.client import Client as A2AClient
 from a2a.client.errors import A2AClientTimeoutError
 from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task
@@ -50,6 +50,7 @@ from studiolo.core.quiescence import (
 )
 from studiolo.core.remote import RemoteDelegation, RemoteFile, RemoteOrg, RemoteResult, RemoteState
 from studiolo.faces.a2a.capped import CappedTransport
+from studiolo.faces.a2a.hints import Hints
 from studiolo.faces.a2a.jws import card_payload
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
 from studiolo.faces.a2a.remote_view import manifest_kid, read_task, same_origin
@@ -284,23 +285,33 @@ class Requester:
         timeout = httpx.Timeout(self.settings.a2a_request_timeout)
         transport = CappedTransport(httpx.AsyncHTTPTransport(), self.settings.a2a_max_response_bytes)
         async with httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport) as http:
-            config = ClientConfig(streaming=False, polling=True, httpx_client=http)
-            verifier = _pinned_verifier(d.pinned)
-            client = await create_client(d.agent_url, config, signature_verifier=verifier)
+            resolver = A2ACardResolver(http, d.agent_url)
+            card = await resolver.get_agent_card(signature_verifier=_pinned_verifier(d.pinned))
+            client = await create_client(card, ClientConfig(streaming=False, polling=True, httpx_client=http))
+            streams = card.capabilities.streaming
+            hinting = (
+                await create_client(card, ClientConfig(streaming=True, httpx_client=http))
+                if streams
+                else None
+            )
+            hints = Hints(hinting)
             try:
                 while not self._stop.is_set():
                     d = await asyncio.to_thread(self.door.remote_state, d.id)
                     if not d.state.waiting:
                         return
-                    await self._step(client, d, headers)
+                    await self._step(client, hints, d, headers)
             finally:
+                await hints.close()
                 await client.close()
 
-    async def _step(self, client: A2AClient, d: RemoteDelegation, headers: dict[str, str]) -> None:
+    async def _step(
+        self, client: A2AClient, hints: Hints, d: RemoteDelegation, headers: dict[str, str]
+    ) -> None:
         if d.state is RemoteState.DELEGATED:
             await self._send(client, d)
         elif d.state is RemoteState.REMOTE_WORKING:
-            await self._poll(client, d)
+            await self._poll(client, hints, d)
         else:
             await asyncio.to_thread(self._quiesce, client, d, headers)
 
@@ -325,25 +336,31 @@ class Requester:
         state = TaskState.from_wire(_wire_name(task.status.state))
         await asyncio.to_thread(self.door.remote_sent, d.id, task.id, state.value)
 
-    async def _poll(self, client: A2AClient, d: RemoteDelegation) -> None:
+    async def _poll(self, client: A2AClient, hints: Hints, d: RemoteDelegation) -> None:
+        """One `GetTask`: a terminal state starts the wait for quiescence; else wait for the
+        next poll, or for a stream hint (which only makes the next read come sooner)."""
         assert d.remote_task_id is not None
+        hints.follow(d.remote_task_id)
         await asyncio.to_thread(self.door.remote_keepalive, d.id)
         try:
             task = await client.get_task(GetTaskRequest(id=d.remote_task_id))
         except Exception as exc:
             log.info("delegation %s: GetTask failed (%s); polling again", d.id, exc)
-            await self._pause()
+            await self._pause(hints)
             return
         state = TaskState.from_wire(_wire_name(task.status.state))
         if state.terminal:
             await asyncio.to_thread(self.door.remote_terminal, d.id, state)
             return
-        await self._pause()
+        await self._pause(hints)
 
-    async def _pause(self) -> None:
+    async def _pause(self, hints: Hints | None = None) -> None:
         assert self._stopping is not None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=self.settings.a2a_poll_seconds)
+        if hints is not None:
+            await hints.wait(self.settings.a2a_poll_seconds, self._stopping)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=self.settings.a2a_poll_seconds)
         if self._stop.is_set():
             raise _Stopped
 

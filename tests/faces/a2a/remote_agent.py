@@ -5,6 +5,7 @@ whether they match, and how the task ends."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 import time
@@ -54,6 +55,8 @@ class Scenario:
     released: set[str] = field(default_factory=set)
     end: str = "complete"  # complete | fail | cancel
     manifest_key: ServiceKey | None = None  # None: the card key
+    streaming: bool = False  # the card says it streams (SubscribeToTask works while it runs)
+    work_seconds: float = 0.0  # how long it works before its artifacts and terminal state
     fetches: list[str] = field(default_factory=list)
     messages: list[Any] = field(default_factory=list)
 
@@ -87,6 +90,7 @@ class _Executor(AgentExecutor):
             first.history.append(context.message)
             await event_queue.enqueue_event(first)
         await up.start_work()
+        await asyncio.sleep(s.work_seconds)
         for name, data in s.inline.items():
             await up.add_artifact([Part(raw=data, filename=name)], artifact_id=f"file:{name}", name=name)
         envelope = self._manifest(context.task_id)
@@ -121,7 +125,7 @@ def _entry(aid: str, name: str, data: bytes, delivery: str) -> dict[str, Any]:
     }
 
 
-def _card(url: str, key: ServiceKey) -> AgentCard:
+def _card(url: str, key: ServiceKey, streaming: bool) -> AgentCard:
     card = AgentCard(
         name="Acme attestation",
         description="attests compliance bundles",
@@ -129,7 +133,7 @@ def _card(url: str, key: ServiceKey) -> AgentCard:
         supported_interfaces=[
             AgentInterface(url=f"{url}/a2a/jsonrpc", protocol_binding="JSONRPC", protocol_version="1.0")
         ],
-        capabilities=AgentCapabilities(streaming=False),
+        capabilities=AgentCapabilities(streaming=streaming),
         default_input_modes=["text/plain"],
         default_output_modes=["application/octet-stream"],
         skills=[AgentSkill(id="attest", name="attest", description="attest a bundle", tags=["attest"])],
@@ -165,7 +169,7 @@ def remote_agent(scenario: Scenario, key: ServiceKey | None = None) -> Iterator[
     """Serve the agent on a real socket in a thread for the duration of the block."""
     port = free_port()
     agent = RemoteAgent(f"http://127.0.0.1:{port}", key or ServiceKey.generate(), scenario)
-    card = _card(agent.url, agent.key)
+    card = _card(agent.url, agent.key, scenario.streaming)
     handler = DefaultRequestHandler(_Executor(agent), InMemoryTaskStore(), card)
     routes: list[Any] = [Route("/files/{name}", _files(agent), methods=["GET"])]
     routes += create_jsonrpc_routes(handler, "/a2a/jsonrpc")

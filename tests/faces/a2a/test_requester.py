@@ -336,3 +336,21 @@ def test_two_service_processes_on_one_ledger_send_a_delegation_once(side: Side, 
     finally:
         other.stop()
     assert len(scenario.messages) == 1 and side.task_status() is TaskStatus.COMPLETED
+
+
+def test_stream_events_only_wake_the_next_poll(tmp_path: Path, key: ServiceKey) -> None:
+    """With a 60 s poll interval, only a stream hint can make the requester read the remote
+    task again within the test's 15 s: the terminal state still comes from that GetTask."""
+    side = make_side(tmp_path, {key.kid: key.public})
+    side.requester = Requester(side.world.coord, replace(side.requester.settings, a2a_poll_seconds=60.0))
+    side.requester.start()
+    scenario = Scenario(streaming=True, work_seconds=0.5)
+    try:
+        with remote_agent(scenario, key) as agent:
+            d = side.delegate(agent)
+            working = side.wait(d.id, RemoteState.REMOTE_WORKING)
+            assert working.remote_state in ("submitted", "working")
+            done = side.wait(d.id, RemoteState.FINALIZED, timeout=15)
+    finally:
+        side.requester.stop()
+    assert done.remote_state == "completed" and side.task_status() is TaskStatus.COMPLETED
