@@ -99,7 +99,8 @@ class EvidenceRepo:
         recorded: list[Receipt] = []
         pins: dict[str, Pin] = {}
         for row in self._raw.all(" UNION ALL ".join(parts) + _GATHER_ORDER, params):
-            receipt = _receipt(row[1 : 1 + _WIDTH])
+            # Cited rows come first; a recorded row that was also cited is parsed once.
+            receipt = (None if row[0] else found.get(row[1])) or _receipt(row[1 : 1 + _WIDTH])
             if row[0]:
                 found[receipt.id] = receipt
             else:
