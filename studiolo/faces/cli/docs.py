@@ -34,8 +34,10 @@ TOML file at `STUDIOLO_CONFIG` (default `~/.config/studiolo/config.toml`) with t
 claim is refused with `contract_mismatch`. For an attempt claimed elsewhere, pass
 `--contract-hash`.
 
-**Output**: Rich tables for people; `--json` on every command prints JSON (on an error:
-the problem, with `status`, `reason`, `failed`, `detail`).
+**Output**: on a terminal, Rich tables; when the output is captured (an agent, a pipe, a
+file), plain lines: no colour or markup, a table as its title, a header line and one line
+per row with tab-separated cells. `--json` on every command prints JSON (on an error: the
+problem, with `status`, `reason`, `failed`, `detail`).
 
 **Exit codes**
 
