@@ -98,7 +98,10 @@ def principal_revoke(ctx: typer.Context, principal_id: str, json_out: JsonOpt = 
 def principal_set_key(
     ctx: typer.Context, principal_id: str, public_key: str, json_out: JsonOpt = False
 ) -> None:
-    """Register a verifier's Ed25519 public key (base64url)."""
+    """Register a verifier's Ed25519 public key (base64url).
+
+    A key that starts with `-` goes after `--`: `studiolo principal set-key -- ID KEY`.
+    """
     st = state(ctx, json_out)
     with st.client() as c:
         emit(st, c.set_public_key(principal_id, public_key))
