@@ -18,7 +18,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Table
 
-__all__ = ["Raw", "columns", "in_list", "in_params"]
+__all__ = ["PIPELINE", "Raw", "columns", "in_list", "in_params"]
+
+PIPELINE = "studiolo_pipeline"  # connection info key: the psycopg pipeline a write runs in
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -41,7 +43,17 @@ class Raw:
 
     def run(self, sql: str, params: Mapping[str, Any]) -> int:
         """Execute a write; the number of rows it touched."""
-        return int(self._cursor(sql, params).rowcount)
+        cursor = self._cursor(sql, params)
+        pipeline = self._conn.connection.info.get(PIPELINE)
+        if pipeline is not None:
+            pipeline.sync()  # the count is known once the server answered
+        return int(cursor.rowcount)
+
+    def send(self, sql: str, params: Mapping[str, Any]) -> None:
+        """Execute a write whose row count nobody needs. In a pipelined PostgreSQL write
+        (`Store`) it travels with the next statement that needs an answer, or the COMMIT;
+        an error it raises surfaces there."""
+        self._cursor(sql, params)
 
     def one(self, sql: str, params: Mapping[str, Any]) -> Sequence[Any] | None:
         row: Sequence[Any] | None = self._cursor(sql, params).fetchone()

@@ -152,10 +152,10 @@ class AuditRepo:
         draft = Event(seq, project_id, kind, actor, subject, data, at, head.hash, "")
         digest = event_hash(head.hash, event_body(draft))
         row = {"seq": seq, "project_id": project_id, "kind": kind, "actor": actor, "subject": subject}
-        self._raw.run(
+        self._raw.send(
             _INSERT_EVENT, {**row, "data": dumps(data), "at": at, "prev_hash": head.hash, "hash": digest}
         )
-        self._raw.run(_SET_HEAD if head.stored else _NEW_HEAD, {"c": chain, "s": seq, "h": digest, "a": at})
+        self._raw.send(_SET_HEAD if head.stored else _NEW_HEAD, {"c": chain, "s": seq, "h": digest, "a": at})
         self._heads[chain] = Head(seq, digest, at, True)
         return Event(seq, project_id, kind, actor, subject, data, at, head.hash, digest)
 

@@ -260,7 +260,7 @@ class ContentRepo:
         for i in range(0, len(prefixes), _CHUNK):
             part = prefixes[i : i + _CHUNK]
             params = {"p": project_id} | _rows(len(part), pfx=part, k=[bumps[x] for x in part])
-            self._raw.run(_bump_collections(len(part)), params)
+            self._raw.send(_bump_collections(len(part)), params)
         return {p: revisions[p] for p in paths}
 
     def _publish_chunk(
@@ -287,7 +287,7 @@ class ContentRepo:
             actor=[actor] * n,
             cause=[cause] * n,
         )
-        self._raw.run(_insert_revisions(n), {"p": project_id} | history)
+        self._raw.send(_insert_revisions(n), {"p": project_id} | history)
         return revisions
 
     def declared_revisions(

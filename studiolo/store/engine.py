@@ -58,6 +58,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from studiolo.store import migrations
+from studiolo.store._raw import PIPELINE
 from studiolo.store.a2a import A2ARepo
 from studiolo.store.access import AccessRepo
 from studiolo.store.audit import EMPTY, AuditRepo, Head, MetaRepo
@@ -375,7 +376,8 @@ class Store:
                 with self._gated(conn, gate):
                     conn = conn.execution_options(isolation_level="SERIALIZABLE")
                     conn.begin()
-                    yield from self._run(conn, write=True, gate=gate)
+                    with _pipelined(conn):
+                        yield from self._run(conn, write=True, gate=gate)
                 return
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             conn.begin()
@@ -519,6 +521,27 @@ class _Reconnect(Exception):
     """A connection was found dead before the transaction's function ran: safe to retry."""
 
 
+@contextmanager
+def _pipelined(conn: Connection) -> Iterator[None]:
+    """A PostgreSQL write in psycopg's pipeline mode: statements whose answer is not needed
+    (`Raw.send`) travel with the next one that is, and BEGIN with the first; fewer round trips
+    while the gate is held. SQLAlchemy reads a result right after executing, so
+    `_sync_pipeline` answers each of its statements at once."""
+    raw: Any = conn.connection.dbapi_connection
+    with raw.pipeline() as pipeline:
+        conn.connection.info[PIPELINE] = pipeline
+        try:
+            yield
+        finally:
+            conn.connection.info.pop(PIPELINE, None)
+
+
+def _sync_pipeline(conn: Connection, *_: Any) -> None:
+    pipeline = conn.connection.info.get(PIPELINE)
+    if pipeline is not None:
+        pipeline.sync()
+
+
 def _floats(*values: float | str | None) -> list[float]:
     return [float(v) for v in values if v is not None]
 
@@ -547,13 +570,16 @@ def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int) -> E
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=pool_size,
         max_overflow=max_overflow,
         pool_recycle=1800,
         connect_args=_pg_connect_args(url) if dialect == "postgresql" else {},
     )
+    if dialect == "postgresql":
+        event.listen(engine, "after_cursor_execute", _sync_pipeline)
+    return engine
 
 
 def _create_private_sqlite_file(url: str) -> None:

@@ -101,7 +101,7 @@ class WorkRepo:
 
     def finish(self, project_id: str, c: Completion) -> None:
         """Record the completion and close its attempt and task (status `completed`)."""
-        self._raw.run(
+        self._raw.send(
             _INSERT_COMPLETION_SQL,
             {
                 "id": c.id,
@@ -118,8 +118,8 @@ class WorkRepo:
                 "at": c.created_at,
             },
         )
-        self._raw.run(_FINISH_ATTEMPT, {"s": AttemptStatus.COMPLETED.value, "id": c.attempt_id})
-        self._raw.run(_FINISH_TASK, {"s": TaskStatus.COMPLETED.value, "at": c.created_at, "id": c.task_id})
+        self._raw.send(_FINISH_ATTEMPT, {"s": AttemptStatus.COMPLETED.value, "id": c.attempt_id})
+        self._raw.send(_FINISH_TASK, {"s": TaskStatus.COMPLETED.value, "at": c.created_at, "id": c.task_id})
 
     # tasks
     def add_task(self, t: Task) -> None:
