@@ -293,17 +293,29 @@ class ContentRepo:
     def declared_revisions(
         self, project_id: str, paths: Iterable[str], prefixes: Iterable[str]
     ) -> tuple[dict[str, int], dict[str, int]]:
-        """`revisions` and `collection_revisions` in one statement."""
+        """`revisions` and `collection_revisions` in one statement (one per chunk when a
+        candidate declares more than `_CHUNK` of them)."""
         files, dirs = sorted(set(paths)), sorted(set(prefixes))
         out: tuple[dict[str, int], dict[str, int]] = (dict.fromkeys(files, 0), dict.fromkeys(dirs, 0))
+        if len(files) + len(dirs) <= _CHUNK:
+            self._declared(project_id, files, dirs, out)
+            return out
+        for i in range(0, len(files), _CHUNK):
+            self._declared(project_id, files[i : i + _CHUNK], [], out)
+        for i in range(0, len(dirs), _CHUNK):
+            self._declared(project_id, [], dirs[i : i + _CHUNK], out)
+        return out
+
+    def _declared(
+        self, project_id: str, files: list[str], dirs: list[str], out: tuple[dict[str, int], dict[str, int]]
+    ) -> None:
         parts = [_DECLARED_FILES + in_list("f", len(files))] if files else []
         parts += [_DECLARED_DIRS + in_list("d", len(dirs))] if dirs else []
         if not parts:
-            return out
+            return
         params = {"p": project_id} | in_params("f", files) | in_params("d", dirs)
         for kind, key, revision in self._raw.all(" UNION ALL ".join(parts), params):
             out[int(kind)][str(key)] = int(revision)
-        return out
 
     def _bump_collection(self, project_id: str, prefix: str) -> None:
         result = self._c.execute(_BUMP_COLLECTION, {"p": project_id, "pfx": prefix})

@@ -1,5 +1,6 @@
-"""`ContentRepo.publish` (a completion's three statements) moves pointers, history and
-collection counters exactly as `write_artifact` does path by path, on both back-ends."""
+"""The completion's content statements on both back-ends: `ContentRepo.publish` moves
+pointers, history and collection counters exactly as `write_artifact` does path by path, and
+`declared_revisions` reads what `revisions` and `collection_revisions` read."""
 
 from __future__ import annotations
 
@@ -68,3 +69,23 @@ def test_publish_is_write_artifact_for_every_path(
     published, one_by_one = store.write(run)
     assert published == one_by_one and list(published) == sorted(files)
     assert store.read(lambda tx: _state(tx, one)) == store.read(lambda tx: _state(tx, other))
+
+
+@pytest.mark.parametrize("n", [3, 2_500])
+def test_declared_revisions_are_the_two_reads_in_one(store: Store, n: int) -> None:
+    """Also past one statement's parameters: a candidate may declare thousands of paths."""
+    pid = f"prj_declared{n:06d}"
+    paths = [f"src/f{i:05d}.txt" for i in range(n)]
+    prefixes = ["", "src/", "docs/", *(f"d{i}/" for i in range(n))]
+
+    def run(tx: Tx) -> None:
+        tx.access.add_project(Project(pid, pid, 0.0))
+        tx.content.publish(pid, {p: None for p in paths[::2]}, 1.0, "prn_someone", "edit")
+
+    store.write(run)
+    both = store.read(lambda tx: tx.content.declared_revisions(pid, paths, prefixes))
+    apart = store.read(
+        lambda tx: (tx.content.revisions(pid, paths), tx.content.collection_revisions(pid, prefixes))
+    )
+    assert both == apart
+    assert both[0][paths[0]] == 1 and both[0][paths[1]] == 0 and both[1]["src/"] == (n + 1) // 2
