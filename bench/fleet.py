@@ -53,6 +53,7 @@ from studiolo.keys import public_key_text, sign  # noqa: E402
 from studiolo.service import Coordinator  # noqa: E402
 from studiolo.settings import Settings  # noqa: E402
 from studiolo.store import Store, Tx, volatile  # noqa: E402
+from studiolo.store.gate import Gate  # noqa: E402
 
 T = TypeVar("T")
 HEARTBEAT_EVERY = 10.0
@@ -65,8 +66,8 @@ LEASE = 120.0
 class _SetupStore(Store):
     """Setup writes skip their fsync (a benchmark fixture, not the measured path)."""
 
-    def write(self, fn: Callable[[Tx], T]) -> T:
-        return super().write(volatile(fn))
+    def write(self, fn: Callable[[Tx], T], gate: Gate | None = None) -> T:
+        return super().write(volatile(fn), gate)
 
 
 @dataclass
@@ -322,6 +323,7 @@ def run_step(fleet: Fleet, n: int, port: int, server: int, args: argparse.Namesp
         "error_samples": tally.samples,
         "requests_per_s": round(sum(map(len, lat.values())) / args.window, 1),
         "server_cpu_cores": round((cpu_seconds(server) - srv0) / wall, 2),
+        "server_cpu_ms_per_agent_s": round((cpu_seconds(server) - srv0) / wall * 1000 / n, 3),
         "loadgen_cpu_cores": round((time.process_time() - mine0) / wall, 2),
         "load_avg_1m": os.getloadavg()[0],
         "setup_s": round(setup, 1),
@@ -415,6 +417,11 @@ def main() -> None:
         "heartbeat_p99_ms": at_best.get("heartbeat_p99_ms"),
         "completion_p99_ms": at_best.get("completion_p99_ms"),
         "server_cpu_cores": at_best.get("server_cpu_cores"),
+        # CPU the server spent per agent per second, at the largest step run: what bounds N
+        # once the tails are not the machine's (2 cores ÷ this = a CPU-bound estimate).
+        "server_cpu_ms_per_agent_s": max(steps, key=lambda s: s["agents"])["server_cpu_ms_per_agent_s"]
+        if steps
+        else None,
         "loadgen_cpu_cores": at_best.get("loadgen_cpu_cores"),
         "load_avg_1m": at_best.get("load_avg_1m"),
         "cycle_s": args.cycle,
