@@ -48,7 +48,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -376,26 +376,28 @@ class Store:
                 with self._gated(conn, gate):
                     conn = conn.execution_options(isolation_level="SERIALIZABLE")
                     conn.begin()
-                    with _pipelined(conn):
-                        yield from self._run(conn, write=True, gate=gate)
+                    yield from self._run(conn, write=True, gate=gate, pipelined=True)
                 return
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             conn.begin()
             yield from self._run(conn, write=False, gate=gate)
 
-    def _run(self, conn: Connection, *, write: bool, gate: Gate) -> Iterator[Tx]:
+    def _run(self, conn: Connection, *, write: bool, gate: Gate, pipelined: bool = False) -> Iterator[Tx]:
+        """Open the `Tx`, let the caller run, commit; on any error roll back, after leaving
+        pipeline mode (a pipeline that saw an error answers nothing else, ROLLBACK included)."""
         try:
-            try:
-                tx = self._open(conn, write=write, gate=gate)
-            except DBAPIError as exc:
-                if exc.connection_invalidated:  # a pooled connection that died: nothing ran
-                    raise _Reconnect(str(exc)) from exc
-                raise
-            yield tx
+            with _pipelined(conn) if pipelined else nullcontext():
+                try:
+                    tx = self._open(conn, write=write, gate=gate)
+                except DBAPIError as exc:
+                    if exc.connection_invalidated:  # a pooled connection that died: nothing ran
+                        raise _Reconnect(str(exc)) from exc
+                    raise
+                yield tx
+                conn.commit()
         except BaseException:
             conn.rollback()
             raise
-        conn.commit()
 
     @contextmanager
     def _gated(self, conn: Connection, gate: Gate) -> Iterator[None]:

@@ -240,3 +240,36 @@ def test_an_incremental_verification_reads_each_chain_after_its_verified_head(
     report = a.coord.verify_audit(since=first)
     assert not report.ok and report.first_bad_seq == newest_b
     a.coord.store.dispose()
+
+
+@pytest.mark.postgres
+def test_without_gates_concurrent_appenders_of_one_chain_retry_and_never_fork(pg_url: str) -> None:
+    """The chain's head row makes two appenders conflict even when no gate orders them: the
+    loser's (pipelined) transaction fails, is rolled back and retried with a new seq."""
+    stores = [Store(pg_url, writer_gate=False, max_retries=200) for _ in range(3)]
+    stores[0].upgrade()
+    errors: list[BaseException] = []
+
+    def append(tx: Tx) -> None:
+        tx.audit.append("prj_aaaaaaaa", "x.note", None, None, {}, tx.now)
+
+    def work(st: Store) -> None:
+        try:
+            for _ in range(10):
+                st.write(append, Gate.project("prj_aaaaaaaa"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(st,)) for st in stores for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sum(st.retries for st in stores) > 0
+    seqs = [e["seq"] for e in _events(stores[0])]
+    assert len(seqs) == len(threads) * 10
+    check = stores[0].read(lambda tx: verify_log(tx.audit.iter_all(), 0, tx.audit.heads()))
+    assert check.problem == ""
+    for st in stores:
+        st.dispose()
