@@ -15,10 +15,18 @@ decisions per second, accepted ones are reported too.
 Baseline: the same clients run `UPDATE bench_rows SET n = n + 1 WHERE id = $1; COMMIT` on
 psycopg directly (READ COMMITTED, autocommit off) over the same hot/cold id mix.
 
-The last line is JSON: `pg_ratio` = completions/s with one replica ÷ bare transactions/s;
-`replica_scaling` = completions/s with 4 replicas ÷ with 1; `p99_ms` = p99 completion
-latency with 4 replicas; `read_scaling` = task views/s with 4 replicas ÷ with 1 (reads take
-no writer gate). Every figure is also broken down per replica count.
+Door: `--door` completions made one at a time in this process straight through the door
+(`Coordinator.complete`, no HTTP): the latency of one completion transaction on PostgreSQL.
+
+Projects: with 4 replicas, `--spread` completion requests (one per task) for tasks of one
+project, then the same number spread over 8 projects, in two alternating rounds; writes of
+different projects take different writer gates.
+
+The last line is JSON: `pg_solo_p50_ms` = p50 of the door completions; `pg_ratio` =
+completions/s with one replica ÷ bare transactions/s; `replica_scaling` = completions/s with
+4 replicas ÷ with 1; `project_scaling` = completions/s with 8 busy projects ÷ with 1 (4
+replicas); `p99_ms` = p99 completion latency with 4 replicas; `read_scaling` = task views/s
+with 4 replicas ÷ with 1 (reads take no writer gate). Every figure is also broken down.
 """
 
 from __future__ import annotations
@@ -47,7 +55,10 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from studiolo import StudioloError  # noqa: E402
 from studiolo.client import Client  # noqa: E402
-from tests.scale.cluster import Cluster, ready_completions, seed_project  # noqa: E402
+from studiolo.service import Coordinator, make_request  # noqa: E402
+from studiolo.settings import Settings  # noqa: E402
+from studiolo.store import Store  # noqa: E402
+from tests.scale.cluster import Cluster, Seed, ready_completions, seed_another, seed_project  # noqa: E402
 from tests.store.pgdb import fresh_database  # noqa: E402
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -64,6 +75,8 @@ class Options:
     hot: int
     hot_requests: int
     bare_seconds: float
+    door: int
+    spread: int
 
 
 def _options() -> Options:
@@ -77,10 +90,21 @@ def _options() -> Options:
     p.add_argument("--hot", type=int, default=8, help="hot tasks per run")
     p.add_argument("--hot-requests", type=int, default=4, help="competing requests per hot task")
     p.add_argument("--bare-seconds", type=float, default=5.0)
+    p.add_argument("--door", type=int, default=40, help="completions through the door, one at a time")
+    p.add_argument("--spread", type=int, default=320, help="requests per project-scaling run (÷ 8)")
     a = p.parse_args()
     replicas = tuple(int(n) for n in a.replicas.split(","))
     return Options(
-        a.database_url, replicas, a.processes, a.threads, a.cold, a.hot, a.hot_requests, a.bare_seconds
+        a.database_url,
+        replicas,
+        a.processes,
+        a.threads,
+        a.cold,
+        a.hot,
+        a.hot_requests,
+        a.bare_seconds,
+        a.door,
+        a.spread - a.spread % 16,
     )
 
 
@@ -120,6 +144,8 @@ def _client_process(
                 outcome = "replay" if done.replay else "accepted"
             except StudioloError as err:
                 outcome = err.reason
+            except httpx.TransportError as err:  # reported in `outcomes`, never hidden
+                outcome = f"transport: {type(err).__name__}"
             with lock:
                 results.append((time.perf_counter() - start, outcome))
 
@@ -161,6 +187,57 @@ def solo(base: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
     latencies.sort()
     p50 = _pct(latencies, 0.5)
     return {"requests": len(latencies), "p50_ms": round(p50 * 1000, 1), "ceiling_per_s": round(1 / p50, 1)}
+
+
+def door(url: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Completions one at a time through the door in this process: no HTTP, no client."""
+    store = Store(url)
+    coord = Coordinator(store, Settings(database_url=url))
+    latencies, cpu = [], []
+    for item in items:
+        who = coord.authenticate(item["token"])
+        request = make_request(task_id=item["task"], **item["request"])
+        start, used = time.perf_counter(), time.process_time()
+        coord.complete(who, request)
+        latencies.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - used)
+    store.dispose()
+    latencies.sort()
+    cpu.sort()
+    return {
+        "requests": len(items),
+        "p50_ms": round(_pct(latencies, 0.5) * 1000, 2),
+        "p99_ms": round(_pct(latencies, 0.99) * 1000, 2),
+        "cpu_p50_ms": round(_pct(cpu, 0.5) * 1000, 2),
+    }
+
+
+def projects(opts: Options, seed: Seed, logs: Path, rng: random.Random) -> dict[str, Any]:
+    """Completions/s with 4 replicas for tasks of one project, and spread over 8 projects:
+    two alternating rounds of each, summed."""
+    one = ready_completions(seed_another(seed, "one", agents=16, tasks=opts.spread))
+    eight = [
+        item
+        for n in range(8)
+        for item in ready_completions(seed_another(seed, f"eight-{n}", agents=4, tasks=opts.spread // 8))
+    ]
+    rng.shuffle(eight)
+    half = opts.spread // 2
+    rounds: dict[str, list[dict[str, Any]]] = {"1": [], "8": []}
+    with Cluster(seed.url, 4, logs) as cluster:
+        for part in (slice(0, half), slice(half, None)):
+            for label, items in (("1", one), ("8", eight)):
+                rounds[label].append(completions(opts, cluster.urls, _requests(items[part], 0, 1, rng)))
+    out = {}
+    for label, parts in rounds.items():
+        done, seconds = sum(r["requests"] for r in parts), sum(r["seconds"] for r in parts)
+        out[label] = {
+            "requests": done,
+            "accepted": sum(r["accepted"] for r in parts),
+            "completions_per_s": round(done / seconds, 1),
+            "p99_ms": max(r["p99_ms"] for r in parts),
+        }
+    return out
 
 
 def _read_process(
@@ -292,11 +369,14 @@ def main() -> None:
     rng = random.Random(7)
     per_run = opts.cold + opts.hot + _SOLO
     with fresh_database(opts.url) as url, tempfile.TemporaryDirectory() as logs:
-        print(f"seeding {per_run * len(opts.replicas)} tasks in {make_url(url).database} ...", flush=True)
+        total = per_run * len(opts.replicas) + opts.door
+        print(f"seeding {total} tasks in {make_url(url).database} ...", flush=True)
         t0 = time.perf_counter()
-        seed = seed_project(url, agents=16, tasks=per_run * len(opts.replicas), hot=0)
+        seed = seed_project(url, agents=16, tasks=total, hot=0)
         ready = ready_completions(seed)
         print(f"  ready in {time.perf_counter() - t0:.0f}s", flush=True)
+        through_door = door(url, ready[len(ready) - opts.door :])
+        print(f"through the door, one at a time: {through_door}", flush=True)
         baseline = bare(opts, url)
         print(f"bare single-row transactions: {baseline}", flush=True)
         runs: dict[str, Any] = {}
@@ -311,12 +391,18 @@ def main() -> None:
                 runs[str(n)] = completions(opts, cluster.urls, requests)
                 runs[str(n)]["reads"] = reads(opts, cluster.urls, mine)
             print(f"{n} replica(s): {runs[str(n)]}", flush=True)
+        spread = projects(opts, seed, Path(logs), rng)
+        print(f"4 replicas, 1 project vs 8 projects: {spread}", flush=True)
     one, four = runs.get("1"), runs.get("4")
     summary = {
         "clients": opts.processes * opts.threads,
         "bare": baseline,
         "solo": alone,
+        "door": through_door,
+        "pg_solo_p50_ms": through_door["p50_ms"],
         "replicas": runs,
+        "projects": spread,
+        "project_scaling": round(spread["8"]["completions_per_s"] / spread["1"]["completions_per_s"], 3),
         "pg_ratio": round(one["completions_per_s"] / baseline["tx_per_s"], 4) if one else None,
         "replica_scaling": (
             round(four["completions_per_s"] / one["completions_per_s"], 3) if one and four else None

@@ -17,13 +17,14 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
+from studiolo.core.model import Principal
 from studiolo.faces.http.server import free_port
 from studiolo.keys import public_key_text, sign
 from studiolo.service import CandidateDraft, Coordinator
 from studiolo.settings import Settings
 from studiolo.store import Store
 
-__all__ = ["Cluster", "Replica", "Seed", "ready_completions", "seed_project"]
+__all__ = ["Cluster", "Replica", "Seed", "ready_completions", "seed_another", "seed_project"]
 
 WORKER_ACTIONS = ["read", "write", "claim", "complete"]
 INPUT = "src/input.txt"
@@ -57,8 +58,25 @@ def seed_project(url: str, *, agents: int, tasks: int, hot: int) -> Seed:
     coord = Coordinator(store, Settings(database_url=url))
     issued = coord.initialize()
     assert issued is not None, "seed a fresh ledger"
-    admin = issued.principal
-    pid = coord.create_project(admin, "scale").id
+    seed = _project(coord, issued.principal, issued.token, "scale", agents=agents, tasks=tasks, hot=hot)
+    store.dispose()
+    return seed
+
+
+def seed_another(first: Seed, name: str, *, agents: int, tasks: int) -> Seed:
+    """One more project, set up like `seed_project`'s, in the ledger `first` seeded."""
+    store = Store(first.url)
+    coord = Coordinator(store, Settings(database_url=first.url))
+    admin = coord.authenticate(first.admin_token)
+    seed = _project(coord, admin, first.admin_token, name, agents=agents, tasks=tasks, hot=0)
+    store.dispose()
+    return seed
+
+
+def _project(
+    coord: Coordinator, admin: Principal, admin_token: str, name: str, *, agents: int, tasks: int, hot: int
+) -> Seed:
+    pid = coord.create_project(admin, name).id
     key = Ed25519PrivateKey.generate()
     verifier = coord.add_principal(admin, pid, "ci", "verifier", public_key_text(key))
     human = coord.add_principal(admin, pid, "editor", "human")
@@ -78,11 +96,10 @@ def seed_project(url: str, *, agents: int, tasks: int, hot: int) -> Seed:
         t = coord.create_task(admin, pid, f"task {n}", criteria={"tests": "unit@1"}, scope=["src/**"])
         made.append({"id": t.id, "target": f"src/t{n}.txt", "contract_hash": t.contract_hash, "hot": n < hot})
     raw = key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
-    store.dispose()
     return Seed(
-        url=url,
+        url=coord.store.url,
         project_id=pid,
-        admin_token=issued.token,
+        admin_token=admin_token,
         human_token=human.token,
         verifier_id=verifier.principal.id,
         verifier_token=verifier.token,
