@@ -49,6 +49,9 @@ class _Burst:
     def _send(self, i: int) -> None:
         item, client = self.items[i], self.clients[i]
         rid = item["request"]["request_id"]
+        # Staggered over ~100 ms: a server that commits concurrent writes in one group would
+        # otherwise answer a whole burst at once, and the kill would land between bursts.
+        time.sleep(i * 0.01)
         try:
             done = client.complete(item["task"], **item["request"])
         except httpx.TransportError:

@@ -81,7 +81,14 @@ def _task_context(door: Door, caller: WebCaller, page: TaskPage) -> dict[str, An
         "refused": refused,
         "receipt_json": receipt_json(v.completion) if v.completion else "",
         "last_seq": page.project_seq,  # any project event may change the page (e.g. an edit)
+        "lease_key": _lease_key(page),  # and a heartbeat, which is no event
     }
+
+
+def _lease_key(page: TaskPage) -> str:
+    """The live attempts' lease deadlines: a heartbeat moves one without an audit event."""
+    live = [a for a in page.view.attempts if a.status.value == "active"]
+    return ",".join(f"{a.id}:{a.lease_deadline!r}" for a in live)
 
 
 @router.get("/tasks/{task_id}")
@@ -94,11 +101,18 @@ def task(request: Request, task_id: str, session: WebSession, caller: WebCaller,
 
 @router.get("/tasks/{task_id}/live")
 def task_live(
-    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: Door, after: After = 0
+    request: Request,
+    task_id: str,
+    session: WebSession,
+    caller: WebCaller,
+    door: Door,
+    after: After = 0,
+    lease: Annotated[str, Query(max_length=2000)] = "",
 ) -> Response:
-    """The live part of the task page, or 204 if nothing happened since event `after`."""
+    """The live part of the task page, or 204 if nothing happened since event `after` and
+    the live leases are still `lease` (the page's `lease_key`)."""
     page = door.task_page(caller, task_id)
-    if page.project_seq <= after:  # before reading blobs for the diffs
+    if page.project_seq <= after and lease == _lease_key(page):  # before reading blobs for the diffs
         return Response(status_code=204, headers=HEADERS)
     ctx = _base(session, caller, **_task_context(door, caller, page))
     return render(request, "_task_live.html", **ctx)

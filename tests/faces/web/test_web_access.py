@@ -219,3 +219,25 @@ def test_admin_forms_are_shown_only_to_principals_who_may_use_them(
     task_page, rules_page = (web.get(url).text for url in pages)
     assert all(f in task_page for f in ("/reassign", "/cancel", "/migrate", "Admin actions"))
     assert all(f in rules_page for f in ("/policies", "/revoke"))
+
+
+def test_the_live_task_page_follows_a_heartbeat(
+    web: TestClient, world: World, tokens: dict[str, str]
+) -> None:
+    """A heartbeat is no audit event; the live fragment still re-renders when a lease moves."""
+    task = world.new_task()
+    attempt = world.coord.claim(world.agent, task.id, 60)
+    sign_in(web, tokens["human"])
+    page = web.get(f"/ui/tasks/{task.id}").text
+    after = re.search(r'data-after="(\d+)"', page)
+    lease = re.search(r'data-lease="([^"]*)"', page)
+    assert after and lease and attempt.id in lease.group(1)
+    url, fragment = f"/ui/tasks/{task.id}/live", {"X-Studiolo-Fragment": "1"}
+    params = {"after": after.group(1), "lease": lease.group(1).replace("&#39;", "'")}
+    assert web.get(url, params=params, headers=fragment).status_code == 204
+    world.coord.heartbeat(world.agent, attempt.id, 600)
+    moved = web.get(url, params=params, headers=fragment)
+    assert moved.status_code == 200 and 'data-lease="' in moved.text
+    fresh = re.search(r'data-lease="([^"]*)"', moved.text)
+    assert fresh and fresh.group(1) != lease.group(1)
+    assert web.get(url, params={**params, "lease": fresh.group(1)}, headers=fragment).status_code == 204

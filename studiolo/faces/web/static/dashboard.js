@@ -1,6 +1,6 @@
 // Studiolo dashboard: live fragments, lease countdowns, and in-browser receipt verification.
 // Plain JS, no build step. Live parts poll a server-rendered fragment that answers 204 when
-// no event happened since the last one shown.
+// no event happened since the last one shown (the task page: and no lease moved).
 "use strict";
 
 const POLL_MS = 1000;
@@ -9,6 +9,7 @@ const FRAGMENT = { "X-Studiolo-Fragment": "1" };
 async function poll(el, onHtml) {
   const url = new URL(el.dataset.liveUrl, location.href);
   url.searchParams.set("after", el.dataset.after || "0");
+  if (el.dataset.lease !== undefined) url.searchParams.set("lease", el.dataset.lease);
   try {
     const r = await fetch(url, { headers: FRAGMENT, credentials: "same-origin", cache: "no-store" });
     if (r.status === 401) { location.assign("/ui/sign-in"); return; }
@@ -24,7 +25,7 @@ function followTask() {
   poll(live, (html) => {
     live.innerHTML = html;
     const seq = live.querySelector(".live-seq");
-    if (seq) live.dataset.after = seq.dataset.seq;
+    if (seq) { live.dataset.after = seq.dataset.seq; live.dataset.lease = seq.dataset.lease || ""; }
   });
 }
 
