@@ -21,15 +21,15 @@ for it 0700.
 PostgreSQL: the *writer gates* (`studiolo.store.gate`). A write names its chains before it
 starts. It takes a process-local lock per chain and then, outside any transaction, the
 session advisory lock `WRITER_GATE` in shared mode and one advisory lock per chain, *before*
-`BEGIN ISOLATION LEVEL SERIALIZABLE`, so its snapshot is taken after the chain's previous
+`BEGIN ISOLATION LEVEL REPEATABLE READ`, so its snapshot is taken after the chain's previous
 writer committed; it releases them after `COMMIT`. This is PostgreSQL's `BEGIN IMMEDIATE`,
 per project. A write that may change what several projects read takes `WRITER_GATE`
-exclusively instead: it waits for every writer in flight and holds new ones back, so it is
-ordered before or after every other write. SERIALIZABLE stays on underneath: a writer that
-bypasses the gates (another tool, a back-end without advisory locks such as CockroachDB, or
-two projects' writes that do touch a shared row) is still serialized by the database, and
-serialization failures (40001, 40P01) are retried a bounded number of times with full
-jitter. Readers run REPEATABLE READ, READ ONLY: one consistent snapshot, no gate.
+exclusively instead, and runs SERIALIZABLE: it waits for every writer in flight and holds
+new ones back, so it is ordered before or after every other write. Without the gates
+(`writer_gate=False`: another tool, a back-end without advisory locks such as CockroachDB)
+every write runs SERIALIZABLE and the database serializes them; serialization failures
+(40001, 40P01) are retried a bounded number of times with full jitter. Readers run
+REPEATABLE READ, READ ONLY: one consistent snapshot, no gate.
 
 The authority clock is read once per transaction, after the gate: the database server's
 clock on PostgreSQL (`clock_timestamp()`), the injected service clock on SQLite. It never
@@ -374,13 +374,27 @@ class Store:
                 return
             if write:
                 with self._gated(conn, gate):
-                    conn = conn.execution_options(isolation_level="SERIALIZABLE")
+                    conn = conn.execution_options(isolation_level=self._write_isolation(gate))
                     conn.begin()
                     yield from self._run(conn, write=True, gate=gate, pipelined=True)
                 return
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             conn.begin()
             yield from self._run(conn, write=False, gate=gate)
+
+    def _write_isolation(self, gate: Gate) -> str:
+        """SERIALIZABLE, except for a project's write under its gate: REPEATABLE READ.
+
+        Under the gates every write of a project sees all of its project's earlier writes,
+        writes of two projects touch disjoint rows, and a write that changes what several
+        projects read holds the whole ledger; so snapshot isolation is already serializable
+        there. SERIALIZABLE on top would add only false conflicts between projects (its
+        predicate locks cover whole index pages that small tables share), each one an
+        aborted and retried write. Without the gates (`writer_gate=False`) every write is
+        SERIALIZABLE."""
+        if self.writer_gate and not gate.exclusive:
+            return "REPEATABLE READ"
+        return "SERIALIZABLE"
 
     def _run(self, conn: Connection, *, write: bool, gate: Gate, pipelined: bool = False) -> Iterator[Tx]:
         """Open the `Tx`, let the caller run, commit; on any error roll back, after leaving
