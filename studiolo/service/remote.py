@@ -166,17 +166,21 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         I/O, so that nobody else can make the service fetch a URL."""
 
         def run(tx: Tx) -> RemoteOrg:
-            task = self.visible_task(tx, caller, task_id)
-            if not (
-                self.can(tx, caller, task.project_id, Action.ADMIN) or self._may_delegate(tx, caller, task)
-            ):
-                raise NotAuthorized(f"{caller.name} holds no live delegate grant")
-            org = tx.remote.org_by_name(task.project_id, str(org_name)[:100])
-            if org is None or not org.live:
-                raise NotFound(f"remote organisation {str(org_name)[:100]!r} not found")
-            return org
+            return self._delegable_org(tx, caller, task_id, org_name)[1]
 
         return self.store.read(run)
+
+    def _delegable_org(
+        self, tx: Tx, caller: Principal, task_id: str, org_name: str
+    ) -> tuple[Task, RemoteOrg]:
+        """The task and the live organisation the caller may delegate it to, else refuse."""
+        task = self.visible_task(tx, caller, task_id)
+        if not (self.can(tx, caller, task.project_id, Action.ADMIN) or self._may_delegate(tx, caller, task)):
+            raise NotAuthorized(f"{caller.name} holds no live delegate grant")
+        org = tx.remote.org_by_name(task.project_id, str(org_name)[:100])
+        if org is None or not org.live:
+            raise NotFound(f"remote organisation {str(org_name)[:100]!r} not found")
+        return task, org
 
     # delegation ---------------------------------------------------------------
     def delegate_remote(
@@ -194,14 +198,7 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         the task is claimed for the organisation's agent principal, and the wait begins."""
 
         def run(tx: Tx) -> RemoteDelegation:
-            task = self.visible_task(tx, caller, task_id)
-            if not (
-                self.can(tx, caller, task.project_id, Action.ADMIN) or self._may_delegate(tx, caller, task)
-            ):
-                raise NotAuthorized(f"{caller.name} holds no live delegate grant")
-            org = tx.remote.org_by_name(task.project_id, str(org_name)[:100])
-            if org is None or not org.live:
-                raise NotFound(f"remote organisation {str(org_name)[:100]!r} not found")
+            task, org = self._delegable_org(tx, caller, task_id, org_name)
             if card_kid not in org.keys:
                 raise NotAuthorized(
                     "the agent card is not signed by a pinned key", reason="signature_invalid"
