@@ -20,7 +20,7 @@ from studiolo.core.model import TaskStatus
 from studiolo.core.quiescence import TaskState
 from studiolo.core.remote import RemoteDelegation, RemoteFile, RemoteResult, RemoteState, can_move
 from studiolo.keys import ServiceKey
-from tests.store.pgdb import fresh_database, server_url
+from tests.store.pgdb import OnFreshPostgres, server_url
 from tests.world import FakeClock, World, build_world
 
 S = RemoteState
@@ -173,16 +173,8 @@ TestDelegationStateful.settings = settings(
 )
 
 
-class PostgresDelegationMachine(DelegationMachine):
-    server = ""
-
-    def database_url(self) -> str | None:
-        self._database = fresh_database(self.server)
-        return self._database.__enter__()
-
-    def teardown(self) -> None:
-        super().teardown()
-        self._database.__exit__(None, None, None)
+class PostgresDelegationMachine(OnFreshPostgres, DelegationMachine):
+    """The same machine on a fresh PostgreSQL database per example."""
 
 
 class TestDelegationStatefulPostgres(PostgresDelegationMachine.TestCase):  # type: ignore[misc,valid-type]

@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from studiolo import CompletionRejected, Conflict, NotAuthorized
 from studiolo.core.model import Attempt, Candidate, Principal, Task
-from tests.store.pgdb import fresh_database, server_url
+from tests.store.pgdb import OnFreshPostgres, server_url
 from tests.world import FakeClock, World, build_world
 
 LEASE = 60.0
@@ -324,18 +324,8 @@ TestLedgerStateful.settings = settings(
 )
 
 
-class PostgresLedgerMachine(LedgerMachine):
+class PostgresLedgerMachine(OnFreshPostgres, LedgerMachine):
     """The same machine on a fresh PostgreSQL database per example."""
-
-    server = ""
-
-    def database_url(self) -> str | None:
-        self._database = fresh_database(self.server)
-        return self._database.__enter__()
-
-    def teardown(self) -> None:
-        super().teardown()
-        self._database.__exit__(None, None, None)
 
 
 class TestLedgerStatefulPostgres(PostgresLedgerMachine.TestCase):  # type: ignore[misc,name-defined]

@@ -11,6 +11,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from sqlalchemy.engine import make_url
@@ -49,3 +50,19 @@ def fresh_database(base_url: str) -> Iterator[str]:
     finally:
         with psycopg.connect(_conninfo(base_url), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class OnFreshPostgres:
+    """Mixin for a Hypothesis state machine: each example runs on a fresh PostgreSQL
+    database (`server` is set by the test before it runs; see `server_url`)."""
+
+    server = ""
+    _database: Any
+
+    def database_url(self) -> str | None:
+        self._database = fresh_database(self.server)
+        return str(self._database.__enter__())
+
+    def teardown(self) -> None:
+        super().teardown()  # type: ignore[misc]
+        self._database.__exit__(None, None, None)
