@@ -3,7 +3,7 @@ operation is one transaction on the `Store`."""
 
 from __future__ import annotations
 
-from studiolo.service._base import IdSource, RandomIds, hash_token
+from studiolo.service._ids import IdSource, RandomIds, hash_token
 from studiolo.service.a2a import A2AOps, DelegatedView, DelegationRequest, PublishedFile
 from studiolo.service.admin import AdminOps, Issued
 from studiolo.service.completion import CompletionOps, CompletionOutcome, make_request

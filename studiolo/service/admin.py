@@ -22,7 +22,8 @@ from studiolo.core.model import (
 )
 from studiolo.core.paths import normalize_path
 from studiolo.keys import ServiceKey, parse_public_key, public_jwk
-from studiolo.service._base import Base, check_id, hash_token
+from studiolo.service._door import Door
+from studiolo.service._ids import check_id, hash_token
 from studiolo.store import Tx
 
 __all__ = ["AdminOps", "Issued", "KeyRotation"]
@@ -72,7 +73,7 @@ def _scope(patterns: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-class AdminOps(Base):
+class AdminOps(Door):
     # the ledger ------------------------------------------------------------
     def initialize(self, admin_name: str = "admin") -> Issued | None:
         """Migrate the schema to head, then create the service key and the first admin (once)."""

@@ -18,7 +18,8 @@ from studiolo.core.model import (
     Task,
 )
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
-from studiolo.service._base import Base, check_id
+from studiolo.service._door import Door
+from studiolo.service._ids import check_id
 from studiolo.service._trust import receipt_facts
 from studiolo.store import Tx
 from studiolo.store.work import Subjects
@@ -72,7 +73,7 @@ def make_request(
     )
 
 
-class CompletionOps(Base):
+class CompletionOps(Door):
     def complete(self, caller: Principal, request: CompletionRequest) -> CompletionOutcome:
         outcome = self.write_about("task", request.task_id, lambda tx: self._complete(tx, caller, request))
         if isinstance(outcome, _Rejected):

@@ -9,7 +9,8 @@ from studiolo._exceptions import Conflict, InvalidRequest, NotFound, PayloadTooL
 from studiolo.core.canonical import digest_bytes, digest_json, is_digest
 from studiolo.core.model import Action, Artifact, AttemptStatus, Candidate, Observation, Principal
 from studiolo.core.paths import matches_any, normalize_path, normalize_prefix
-from studiolo.service._base import Base, check_id
+from studiolo.service._door import Door
+from studiolo.service._ids import check_id
 from studiolo.service.evidence import request_verification
 from studiolo.store import Tx
 
@@ -48,7 +49,7 @@ def _normalized_map(raw: Mapping[str, int], what: str, prefix: bool = False) -> 
     return out
 
 
-class ContentOps(Base):
+class ContentOps(Door):
     # blobs -----------------------------------------------------------------
     def put_blob(self, caller: Principal, data: bytes) -> str:
         if len(data) > self.settings.max_blob_bytes:

@@ -26,7 +26,8 @@ from studiolo.core.model import (
 )
 from studiolo.core.trust import link_id, receipt_id_of
 from studiolo.keys import key_id, verify
-from studiolo.service._base import Base, check_id
+from studiolo.service._door import Door
+from studiolo.service._ids import check_id
 from studiolo.service.verification import (
     CandidateTree,
     TreeEntry,
@@ -108,7 +109,7 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
     )
 
 
-class EvidenceOps(Base):
+class EvidenceOps(Door):
     def submit_receipt(
         self, caller: Principal, candidate_id: str, body: Mapping[str, Any], signature: str
     ) -> Receipt:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from studiolo.core.model import Action, Event, Principal
-from studiolo.service._base import Base
+from studiolo.service._door import Door
 from studiolo.service.views import visible_events
 from studiolo.store import Tx
 
@@ -41,7 +41,7 @@ class FeedBatch:
     events: list[Event]
 
 
-class FeedOps(Base):
+class FeedOps(Door):
     def event_access(self, caller: Principal, project_id: str) -> EventAccess:
         """The caller may read the project's events (else NotFound / NotAuthorized)."""
 

@@ -34,7 +34,7 @@ from studiolo.core.remote import (
     local_name,
 )
 from studiolo.keys import ServiceKey
-from studiolo.service._base import check_id
+from studiolo.service._ids import check_id
 from studiolo.service.completion import CompletionOps, CompletionOutcome, _Rejected, make_request
 from studiolo.service.evidence import parse_receipt_body
 from studiolo.service.work import WorkOps

@@ -1,13 +1,14 @@
-"""Read models: a task with its strongest established fact, handoffs, events, the audit
-chain check, and the orientation an agent reads first."""
+"""Read models: a task with its strongest established fact, the latest handoff, events, the
+audit chain check, and the orientation an agent reads first. Reads only: the writes of each
+concept live with it (a handoff is left on an attempt: `service/work.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from studiolo._exceptions import Conflict, InvalidRequest, NotFound
+from studiolo._exceptions import InvalidRequest, NotFound
 from studiolo.core.facts import Fact, TaskEvidence, strongest_fact
 from studiolo.core.model import (
     Action,
@@ -24,9 +25,8 @@ from studiolo.core.model import (
     Task,
     TaskStatus,
 )
-from studiolo.core.paths import normalize_path
 from studiolo.core.trust import verified
-from studiolo.service._base import Base, check_id
+from studiolo.service._door import Door
 from studiolo.service._trust import receipt_facts
 from studiolo.store import Tx
 from studiolo.store.audit import ChainCheck, verify_log
@@ -75,7 +75,7 @@ class Orientation:
     my_attempts: tuple[Attempt, ...]
 
 
-class ViewOps(Base):
+class ViewOps(Door):
     def task_view(self, caller: Principal, task_id: str) -> TaskView:
         def run(tx: Tx) -> TaskView:
             return self._confined(tx, caller, self._view(tx, self.visible_task(tx, caller, task_id)))
@@ -197,45 +197,6 @@ class ViewOps(Base):
         return True
 
     # handoffs --------------------------------------------------------------
-    def handoff(
-        self,
-        caller: Principal,
-        attempt_id: str,
-        *,
-        artifacts: Mapping[str, int],
-        obligations: Iterable[str] = (),
-        notes: str = "",
-    ) -> Handoff:
-        """Leave references to authority for a successor (not a copy of the conversation)."""
-        arts = {normalize_path(p): int(r) for p, r in artifacts.items()}
-        obl = tuple(str(o) for o in obligations)
-        if len(notes) > 100_000 or len(obl) > 200:
-            raise InvalidRequest("handoff notes ≤ 100,000 characters and ≤ 200 obligations")
-
-        def run(tx: Tx) -> Handoff:
-            attempt = tx.work.attempt(check_id(attempt_id, "attempt id"))
-            task = tx.work.task(attempt.task_id) if attempt else None
-            if attempt is None or task is None or not self.may_read_task(tx, caller, task):
-                raise NotFound(f"attempt {attempt_id} not found")
-            if attempt.principal_id != caller.id:
-                raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
-            h = Handoff(
-                id=self.ids.new("hnd"),
-                task_id=task.id,
-                attempt_id=attempt.id,
-                principal_id=caller.id,
-                contract_hash=task.contract_hash,
-                artifacts=arts,
-                obligations=obl,
-                notes=notes,
-                created_at=tx.now,
-            )
-            tx.work.add_handoff(h)
-            self.audit(tx, task.project_id, "handoff.left", caller, task.id, handoff=h.id)
-            return h
-
-        return self.write_about("attempt", attempt_id, run)
-
     def handoff_view(self, caller: Principal, task_id: str) -> HandoffView:
         def run(tx: Tx) -> HandoffView:
             task = self.visible_task(tx, caller, task_id)

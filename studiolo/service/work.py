@@ -1,4 +1,5 @@
-"""Tasks and attempts: create, cancel, migrate, claim, heartbeat, release, reassign."""
+"""Tasks and attempts: create, cancel, migrate, claim, heartbeat, release, reassign, and the
+handoff an attempt leaves for its successor."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from studiolo.core.model import (
     AttemptStatus,
     Contract,
     Criterion,
+    Handoff,
     Principal,
     Task,
     TaskStatus,
 )
-from studiolo.service._base import Base, check_id
+from studiolo.core.paths import normalize_path
+from studiolo.service._door import Door
+from studiolo.service._ids import check_id
 from studiolo.service.admin import _scope
 from studiolo.store import Tx, volatile
 
@@ -26,7 +30,7 @@ _MIN_LEASE_SECONDS = 1.0  # shorter leases expire before a heartbeat can renew t
 __all__ = ["WorkOps"]
 
 
-class WorkOps(Base):
+class WorkOps(Door):
     def create_task(
         self,
         caller: Principal,
@@ -241,6 +245,40 @@ class WorkOps(Base):
             tx.work.update_task(task.id, status=TaskStatus.OPEN, current_attempt_id=None)
             self.audit(tx, task.project_id, "attempt.released", caller, attempt.id, task=task.id)
             return tx.work.attempt(attempt.id) or attempt
+
+        return self.write_about("attempt", attempt_id, run)
+
+    def handoff(
+        self,
+        caller: Principal,
+        attempt_id: str,
+        *,
+        artifacts: Mapping[str, int],
+        obligations: Iterable[str] = (),
+        notes: str = "",
+    ) -> Handoff:
+        """Leave references to authority for a successor (not a copy of the conversation)."""
+        arts = {normalize_path(p): int(r) for p, r in artifacts.items()}
+        obl = tuple(str(o) for o in obligations)
+        if len(notes) > 100_000 or len(obl) > 200:
+            raise InvalidRequest("handoff notes ≤ 100,000 characters and ≤ 200 obligations")
+
+        def run(tx: Tx) -> Handoff:
+            attempt, task = self._own_attempt(tx, caller, attempt_id)
+            h = Handoff(
+                id=self.ids.new("hnd"),
+                task_id=task.id,
+                attempt_id=attempt.id,
+                principal_id=caller.id,
+                contract_hash=task.contract_hash,
+                artifacts=arts,
+                obligations=obl,
+                notes=notes,
+                created_at=tx.now,
+            )
+            tx.work.add_handoff(h)
+            self.audit(tx, task.project_id, "handoff.left", caller, task.id, handoff=h.id)
+            return h
 
         return self.write_about("attempt", attempt_id, run)
 

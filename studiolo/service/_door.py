@@ -1,59 +1,34 @@
-"""Shared machinery of the door: injected clock/ids/store, authorization, audit."""
+"""What every part of the door shares: the injected store, settings, clock and id source;
+authorization (grants, read scope, visibility); the writer gates; the audit append; the
+service key. `Coordinator` is `Door` plus one mixin per concept."""
 
 from __future__ import annotations
 
-import hashlib
-import re
-import secrets
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
+from studiolo._exceptions import NotAuthorized, NotFound
 from studiolo.core.model import Action, Candidate, Grant, Principal, Task
 from studiolo.core.reasons import Reason
 from studiolo.keys import ServiceKey
 from studiolo.service._auth import AuthCache
+from studiolo.service._ids import IdSource, RandomIds, check_id
 from studiolo.settings import Settings
 from studiolo.store import Store, Tx
 from studiolo.store.gate import Gate
 
-__all__ = ["Base", "IdSource", "RandomIds", "hash_token"]
+__all__ = ["Door"]
 
 T = TypeVar("T")
-_ID_RE = re.compile(r"^[a-z]{2,4}_[A-Za-z0-9_-]{6,60}$")
 
 
-class IdSource(Protocol):
-    def new(self, prefix: str) -> str: ...
+class Door:
+    """The state and the checks every operation of the door shares (one instance per process)."""
 
-    def token(self) -> str: ...
-
-
-class RandomIds:
-    """Random, never-reused identifiers (128 bits) and bearer tokens (256 bits)."""
-
-    def new(self, prefix: str) -> str:
-        return f"{prefix}_{secrets.token_hex(16)}"
-
-    def token(self) -> str:
-        return "stl_" + secrets.token_urlsafe(32)
-
-
-def hash_token(token: str) -> str:
-    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def check_id(value: object, what: str) -> str:
-    if not isinstance(value, str) or not _ID_RE.match(value):
-        raise InvalidRequest(f"malformed {what}: {str(value)[:80]!r}")
-    return value
-
-
-class Base:
     def __init__(
         self,
         store: Store,
