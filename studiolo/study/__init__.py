@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from studiolo.study.check import CheckOutcome, Difference, check_results
-from studiolo.study.model import Progress, StudySpace, prepare, rows, run_model
+from studiolo.study.model_run import run_model
 from studiolo.study.provenance import RESULTS_NAME, source_digest
 from studiolo.study.published import Comparison, compare, reproduced
 from studiolo.study.render import render_results
 from studiolo.study.result import OracleTotals, StudyResult
+from studiolo.study.space import Progress, StudySpace, prepare, rows
 from studiolo.study.table import Decision, MechanismResult, MechanismRow, Outcome, ReplayCheck, tabulate
 
 __all__ = [

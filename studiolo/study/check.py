@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from studiolo.study.model import Progress, run_model
+from studiolo.study.model_run import run_model
 from studiolo.study.render import render_results
 from studiolo.study.result import StudyResult
+from studiolo.study.space import Progress
 
 __all__ = ["CheckOutcome", "Difference", "Runner", "check_results", "first_difference"]
 

@@ -10,7 +10,7 @@ from studiolo.study.check import CheckOutcome, first_difference
 from studiolo.study.engine.render import render_engine_results
 from studiolo.study.engine.result import EngineResult
 from studiolo.study.engine.run import run_engine
-from studiolo.study.model import Progress
+from studiolo.study.space import Progress
 
 __all__ = ["EngineRunner", "check_engine_results"]
 

@@ -25,10 +25,10 @@ from studiolo.study.engine.render import engine_source_digest
 from studiolo.study.engine.result import EngineResult
 from studiolo.study.harness import execute
 from studiolo.study.mechanisms import MECHANISMS
-from studiolo.study.model import Progress, StudySpace, prepare, rows
 from studiolo.study.result import StudyResult
 from studiolo.study.schedules import Schedule, all_schedules, summarize
 from studiolo.study.setting import study_setup
+from studiolo.study.space import Progress, StudySpace, prepare, rows
 from studiolo.study.table import Decision
 
 __all__ = ["CHUNKS", "WORKERS", "partition", "run_engine"]
