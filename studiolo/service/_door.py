@@ -50,11 +50,13 @@ class Door:
     # authorization ---------------------------------------------------------
     @staticmethod
     def grants(tx: Tx, caller: Principal, project_id: str) -> list[Grant]:
+        """The caller's live grants in the project (none in another project)."""
         if caller.project_id not in (None, project_id):
             return []
         return tx.access.grants_of(caller.id, project_id)
 
     def can(self, tx: Tx, caller: Principal, project_id: str, action: Action, path: str = "") -> bool:
+        """Whether the caller holds a live grant of `action` in the project (covering `path`, if given)."""
         if caller.is_service_admin:
             return True
         grants = self.grants(tx, caller, project_id)
@@ -63,6 +65,7 @@ class Door:
         return any(g.allows(action) for g in grants)
 
     def require(self, tx: Tx, caller: Principal, project_id: str, action: Action, path: str = "") -> None:
+        """`NotAuthorized` unless the caller `can` do `action` (on `path`)."""
         if not self.can(tx, caller, project_id, action, path):
             where = f" on {path!r}" if path else ""
             raise NotAuthorized(f"{caller.name} holds no live {action.value} grant{where}")
@@ -89,11 +92,13 @@ class Door:
         )
 
     def sees_project(self, tx: Tx, caller: Principal, project_id: str) -> bool:
+        """Whether the caller sees the project: any, for a service admin; else its own, while granted."""
         if caller.is_service_admin:
             return tx.access.project(project_id) is not None
         return caller.project_id == project_id and bool(self.grants(tx, caller, project_id))
 
     def require_project(self, tx: Tx, caller: Principal, project_id: str) -> None:
+        """`NotFound` unless the id is well formed and the caller `sees_project`."""
         check_id(project_id, "project id")
         if not self.sees_project(tx, caller, project_id):
             raise NotFound(f"project {project_id} not found")
@@ -107,6 +112,7 @@ class Door:
         return task
 
     def may_read_task(self, tx: Tx, caller: Principal, task: Task) -> bool:
+        """Whether the caller may read the task's project."""
         return self.can(tx, caller, task.project_id, Action.READ)
 
     # writes ----------------------------------------------------------------
@@ -122,6 +128,7 @@ class Door:
         return self.store.write(run, self.gate_of(kind, ident))
 
     def gate_of(self, kind: str, ident: str) -> Gate:
+        """The writer gate of the project a task, attempt or candidate belongs to."""
         return Gate.project(self.store.project_of(kind, ident))
 
     # audit -----------------------------------------------------------------
@@ -135,6 +142,7 @@ class Door:
         /,
         **data: Any,
     ) -> int:
+        """Append an event to the project's audit chain (None: the ledger's chain); its sequence number."""
         event = tx.audit.append(project_id, kind, actor.id if actor else None, subject, data, tx.now)
         return event.seq
 

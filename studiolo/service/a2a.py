@@ -88,6 +88,8 @@ class A2AOps(WorkOps, ViewOps):
         return self.store.write(run)
 
     def intakes(self, caller: Principal, project_id: str) -> list[IntakeTemplate]:
+        """The project's intake templates (the contract a delegated task of each kind gets)."""
+
         def run(tx: Tx) -> list[IntakeTemplate]:
             self.require_project(tx, caller, project_id)
             return tx.a2a.intakes(project_id)
@@ -139,9 +141,11 @@ class A2AOps(WorkOps, ViewOps):
         return self.store.write(run)
 
     def delegated(self, caller: Principal, a2a_id: str) -> DelegatedView:
+        """A delegation, to its requester or a project admin."""
         return self.store.read(lambda tx: self._delegated(tx, self._visible(tx, caller, a2a_id)))
 
     def delegations(self, caller: Principal, limit: int = 50, offset: int = 0) -> list[DelegatedView]:
+        """The delegations the caller requested, newest first, a page at a time."""
         if not 1 <= limit <= 100 or offset < 0:
             raise InvalidRequest("limit is 1..100 and offset ≥ 0")
 

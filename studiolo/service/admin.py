@@ -147,6 +147,7 @@ class AdminOps(Door):
         return self.store.read(run)
 
     def create_project(self, caller: Principal, name: str) -> Project:
+        """Create a project (a service admin only; audited)."""
         if not caller.is_service_admin:
             raise NotAuthorized("only a service administrator creates projects")
 
@@ -168,6 +169,7 @@ class AdminOps(Door):
         kind: str,
         public_key: str | None = None,
     ) -> Issued:
+        """Add a principal (agent, verifier, ...) to a project and issue its first token (admin; audited)."""
         try:
             pkind = PrincipalKind(kind)
         except ValueError as exc:
@@ -184,6 +186,8 @@ class AdminOps(Door):
         return self.store.write(run)
 
     def principals(self, caller: Principal, project_id: str) -> list[Principal]:
+        """The project's principals."""
+
         def run(tx: Tx) -> list[Principal]:
             self.require_project(tx, caller, project_id)
             return tx.access.principals(project_id)
@@ -204,6 +208,8 @@ class AdminOps(Door):
         return self.store.write(run)
 
     def revoke_tokens(self, caller: Principal, principal_id: str) -> int:
+        """Revoke every token of a principal (itself, or a principal it administers; audited): how many."""
+
         def run(tx: Tx) -> int:
             target = self._principal_for_admin(tx, caller, principal_id, allow_self=True)
             n = tx.access.revoke_tokens(target.id, tx.now)
@@ -213,6 +219,7 @@ class AdminOps(Door):
         return self.store.write(run)
 
     def set_public_key(self, caller: Principal, principal_id: str, public_key: str) -> Principal:
+        """Set the Ed25519 key a principal signs receipts with (its project's admin; audited)."""
         key = parse_public_key(public_key)
 
         def run(tx: Tx) -> Principal:
@@ -259,6 +266,7 @@ class AdminOps(Door):
         actions: Iterable[str],
         scope: Iterable[str] = ("**",),
     ) -> Grant:
+        """Grant a principal of the project actions on a path scope (admin; audited)."""
         try:
             acts = frozenset(Action(a) for a in actions)
         except ValueError as exc:
@@ -305,6 +313,8 @@ class AdminOps(Door):
         return self.store.write(run)
 
     def list_grants(self, caller: Principal, project_id: str) -> list[Grant]:
+        """Every grant of the project for its admins; for anyone else, their own (revoked ones too)."""
+
         def run(tx: Tx) -> list[Grant]:
             self.require_project(tx, caller, project_id)
             if self.can(tx, caller, project_id, Action.ADMIN):
@@ -332,6 +342,8 @@ class AdminOps(Door):
         return self.store.write(run)
 
     def policies(self, caller: Principal, project_id: str) -> list[Policy]:
+        """Every published policy version of the project."""
+
         def run(tx: Tx) -> list[Policy]:
             self.require_project(tx, caller, project_id)
             return tx.access.policies(project_id)
@@ -374,6 +386,8 @@ class AdminOps(Door):
         return self.store.write(run)
 
     def checkers(self, caller: Principal, project_id: str) -> list[Checker]:
+        """The checker versions admitted in the project."""
+
         def run(tx: Tx) -> list[Checker]:
             self.require_project(tx, caller, project_id)
             return tx.access.checkers(project_id)

@@ -75,6 +75,7 @@ def make_request(
 
 class CompletionOps(Door):
     def complete(self, caller: Principal, request: CompletionRequest) -> CompletionOutcome:
+        """Check the request and record the completion in one transaction (else `CompletionRejected`)."""
         outcome = self.write_about("task", request.task_id, lambda tx: self._complete(tx, caller, request))
         if isinstance(outcome, _Rejected):
             raise CompletionRejected([r.value for r in outcome.verdict.failed])

@@ -52,6 +52,7 @@ def _normalized_map(raw: Mapping[str, int], what: str, prefix: bool = False) -> 
 class ContentOps(Door):
     # blobs -----------------------------------------------------------------
     def put_blob(self, caller: Principal, data: bytes) -> str:
+        """Store bytes under their digest (idempotent), held by the caller's project; the digest."""
         if len(data) > self.settings.max_blob_bytes:
             raise PayloadTooLarge(f"blob exceeds {self.settings.max_blob_bytes} bytes")
         digest = digest_bytes(data)
@@ -65,6 +66,7 @@ class ContentOps(Door):
         return digest
 
     def get_blob(self, caller: Principal, digest: str) -> bytes:
+        """A blob's bytes, if the caller's project holds them (a scoped reader: at a path it may read)."""
         if not is_digest(digest):
             raise InvalidRequest(f"malformed digest {digest[:80]!r}")
 
@@ -105,6 +107,7 @@ class ContentOps(Door):
     def read_artifact(
         self, caller: Principal, project_id: str, path: str, revision: int | None = None
     ) -> ArtifactContent:
+        """An artifact's bytes at its current revision (or at `revision`), if the caller may read its path."""
         norm = normalize_path(path)
 
         def run(tx: Tx) -> ArtifactContent:
@@ -124,6 +127,7 @@ class ContentOps(Door):
         return self.store.read(run)
 
     def list_artifacts(self, caller: Principal, project_id: str, prefix: str = "") -> list[Artifact]:
+        """The project's artifacts under a prefix, those the caller may read."""
         norm = normalize_prefix(prefix)
 
         def run(tx: Tx) -> list[Artifact]:
@@ -145,6 +149,7 @@ class ContentOps(Door):
         return self.store.read(run)
 
     def collection_revision(self, caller: Principal, project_id: str, prefix: str) -> int:
+        """The current revision of a collection (a path prefix) of the project."""
         norm = normalize_prefix(prefix)
 
         def run(tx: Tx) -> int:
@@ -186,6 +191,7 @@ class ContentOps(Door):
 
     # candidates ------------------------------------------------------------
     def submit_candidate(self, caller: Principal, attempt_id: str, draft: CandidateDraft) -> Candidate:
+        """Stage a candidate for the caller's current attempt: file digests, revisions read (audited)."""
         files = self._files(draft.files)
         bases = _normalized_map(draft.bases, "bases")
         if set(bases) != set(files):
@@ -269,6 +275,8 @@ class ContentOps(Door):
         return out
 
     def candidate(self, caller: Principal, candidate_id: str) -> Candidate:
+        """A candidate, its file maps cut to the caller's read scope."""
+
         def run(tx: Tx) -> Candidate:
             found = tx.content.candidate(check_id(candidate_id, "candidate id"))
             task = tx.work.task(found[1].task_id) if found else None
@@ -332,6 +340,7 @@ class ContentOps(Door):
     def observations(
         self, caller: Principal, project_id: str, target: str | None = None
     ) -> list[Observation]:
+        """The project's observations (of one target, if given) that the caller may read."""
         norm = normalize_path(target) if target else None
 
         def run(tx: Tx) -> list[Observation]:

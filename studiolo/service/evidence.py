@@ -250,6 +250,8 @@ class EvidenceOps(Door):
 
     # reads -------------------------------------------------------------------
     def receipts(self, caller: Principal, candidate_id: str) -> list[Receipt]:
+        """The receipts recorded about a candidate the caller may read."""
+
         def run(tx: Tx) -> list[Receipt]:
             cand, _task = self._candidate_for(tx, caller, candidate_id)
             return tx.evidence.receipts_of_candidate(cand.id)
@@ -257,6 +259,8 @@ class EvidenceOps(Door):
         return self.store.read(run)
 
     def receipt(self, caller: Principal, receipt_id: str) -> Receipt:
+        """A receipt, if the caller may read its task."""
+
         def run(tx: Tx) -> Receipt:
             r = tx.evidence.receipt(check_id(receipt_id, "receipt id"))
             task = tx.work.task(r.task_id) if r else None

@@ -145,6 +145,8 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         return self.store.write(run)
 
     def remote_orgs(self, caller: Principal, project_id: str) -> list[RemoteOrg]:
+        """The remote organisations pinned in the project."""
+
         def run(tx: Tx) -> list[RemoteOrg]:
             self.require_project(tx, caller, project_id)
             return tx.remote.orgs(project_id)
@@ -152,6 +154,8 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         return self.store.read(run)
 
     def remote_org(self, caller: Principal, project_id: str, name: str) -> RemoteOrg:
+        """A remote organisation pinned in the project, by name."""
+
         def run(tx: Tx) -> RemoteOrg:
             self.require_project(tx, caller, project_id)
             org = tx.remote.org_by_name(project_id, str(name)[:100])
@@ -248,6 +252,8 @@ class RemoteOps(AdminOps, RemoteWaitOps):
 
     # reads --------------------------------------------------------------------------
     def remote_delegation(self, caller: Principal, dlg_id: str) -> RemoteDelegation:
+        """A delegation to a remote organisation, if the caller may read its project."""
+
         def run(tx: Tx) -> RemoteDelegation:
             d = self._delegation(tx, dlg_id)
             if not self.can(tx, caller, d.project_id, Action.READ):
@@ -259,6 +265,7 @@ class RemoteOps(AdminOps, RemoteWaitOps):
     def remote_delegations(
         self, caller: Principal, project_id: str, state: str | None = None
     ) -> list[RemoteDelegation]:
+        """The project's delegations to remote organisations, in one state if given."""
         try:
             states = None if state is None else [RemoteState(state)]
         except ValueError as exc:
@@ -281,6 +288,7 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         return self.store.read(run)
 
     def remote_state(self, dlg_id: str) -> RemoteDelegation:
+        """A delegation as the ledger has it now (for the requester worker: no caller)."""
         return self.store.read(lambda tx: self._delegation(tx, dlg_id))
 
     def remote_brief(self, dlg_id: str) -> tuple[str, str]:

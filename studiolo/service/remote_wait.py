@@ -49,6 +49,7 @@ _LEASE_KEY = "a2a_requester"
 class RemoteWaitOps(WorkOps, CompletionOps):
     # transitions the requester worker reports ---------------------------------------
     def remote_sent(self, dlg_id: str, remote_task_id: str, remote_state: str) -> RemoteDelegation:
+        """The remote accepted the task: record its id and state; the delegation is `remote-working`."""
         if not isinstance(remote_task_id, str) or not 1 <= len(remote_task_id) <= 200:
             raise InvalidRequest("a remote task id is 1 to 200 characters")
         return self._move(dlg_id, _S.REMOTE_WORKING, remote_task_id=remote_task_id, remote_state=remote_state)
@@ -59,11 +60,13 @@ class RemoteWaitOps(WorkOps, CompletionOps):
         return self._move(dlg_id, _S.AWAITING, remote_state=remote_state.value, since=None)
 
     def remote_send_failed(self, dlg_id: str, reason: str) -> RemoteDelegation:
+        """Sending the task to the remote failed: the delegation ends as `remote-failed`."""
         return self._move(dlg_id, _S.REMOTE_FAILED, reason=reason[:2000])
 
     def remote_integrity_failed(
         self, dlg_id: str, evidence: Mapping[str, Any], blobs: Iterable[bytes]
     ) -> RemoteDelegation:
+        """The remote's artifacts failed an integrity check: keep the evidence and bytes; the end."""
         return self._move(
             dlg_id, _S.INTEGRITY_FAILED, reason=str(evidence.get("code", "")), evidence=evidence, blobs=blobs
         )
@@ -143,6 +146,8 @@ class RemoteWaitOps(WorkOps, CompletionOps):
 
     # the operator review queue ----------------------------------------------------
     def remote_review_queue(self, caller: Principal, project_id: str) -> list[RemoteDelegation]:
+        """The project's indeterminate delegations, awaiting an operator's review (admin)."""
+
         def run(tx: Tx) -> list[RemoteDelegation]:
             self.require_project(tx, caller, project_id)
             self.require(tx, caller, project_id, Action.ADMIN)

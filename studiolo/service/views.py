@@ -77,6 +77,8 @@ class Orientation:
 
 class ViewOps(Door):
     def task_view(self, caller: Principal, task_id: str) -> TaskView:
+        """A task with its strongest established fact, attempts, candidates, receipts and completion."""
+
         def run(tx: Tx) -> TaskView:
             return self._confined(tx, caller, self._view(tx, self.visible_task(tx, caller, task_id)))
 
@@ -90,6 +92,7 @@ class ViewOps(Door):
         limit: int = 200,
         offset: int = 0,
     ) -> list[Task]:
+        """A page of the project's tasks, of one status if given."""
         return self._task_page(caller, project_id, status, limit, offset, lambda _tx, t: t)
 
     def list_task_views(
@@ -198,6 +201,8 @@ class ViewOps(Door):
 
     # handoffs --------------------------------------------------------------
     def handoff_view(self, caller: Principal, task_id: str) -> HandoffView:
+        """The task's latest handoff, and whether its contract and artifact revisions are still current."""
+
         def run(tx: Tx) -> HandoffView:
             task = self.visible_task(tx, caller, task_id)
             h = tx.work.latest_handoff(task.id)
@@ -214,6 +219,7 @@ class ViewOps(Door):
 
     # events and audit ------------------------------------------------------
     def events(self, caller: Principal, project_id: str, after: int = 0, limit: int = 200) -> list[Event]:
+        """The project's events after `after`, as the caller may read them (other paths `withheld`)."""
         if not 1 <= limit <= 1000 or after < 0:
             raise InvalidRequest("limit is 1..1000 and after ≥ 0")
 

@@ -127,6 +127,8 @@ class WorkOps(Door):
         )
 
     def cancel_task(self, caller: Principal, task_id: str, reason: str = "") -> Task:
+        """Cancel an open or claimed task (admin; audited)."""
+
         def run(tx: Tx) -> Task:
             task = self.visible_task(tx, caller, task_id)
             self.require(tx, caller, task.project_id, Action.ADMIN)
@@ -185,6 +187,7 @@ class WorkOps(Door):
 
     # attempts --------------------------------------------------------------
     def claim(self, caller: Principal, task_id: str, lease_seconds: float | None = None) -> Attempt:
+        """Start an attempt on a task that has no live one: a new fence and lease (audited)."""
         lease = self._lease(lease_seconds)
 
         def run(tx: Tx) -> Attempt:
@@ -237,6 +240,8 @@ class WorkOps(Door):
         return self.store.write(volatile(run), self.gate_of("attempt", attempt_id))
 
     def release(self, caller: Principal, attempt_id: str) -> Attempt:
+        """Give up the caller's current attempt: the task is open again (audited)."""
+
         def run(tx: Tx) -> Attempt:
             attempt, task = self._own_attempt(tx, caller, attempt_id)
             if attempt.status is not AttemptStatus.ACTIVE or task.current_attempt_id != attempt.id:
@@ -283,6 +288,7 @@ class WorkOps(Door):
         return self.write_about("attempt", attempt_id, run)
 
     def attempt(self, caller: Principal, attempt_id: str) -> Attempt:
+        """An attempt, if the caller may read its task."""
         return self.store.read(lambda tx: self._readable_attempt(tx, caller, attempt_id)[0])
 
     def _start_attempt(
