@@ -28,6 +28,10 @@ def _raw(url: str) -> psycopg.Connection[tuple[object, ...]]:
     return psycopg.connect(conninfo, autocommit=True)
 
 
+# Only this test's (fresh) database: other PostgreSQL clients on the server hold locks too.
+_THIS_DB = " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+
+
 def _increment(tx: Tx) -> None:
     value = int(tx.meta.get("n") or "0")
     tx.meta.set("n", str(value + 1))
@@ -65,7 +69,8 @@ def test_the_gate_is_held_for_the_transaction_and_released_after(store: Store, p
         with _raw(pg_url) as other:
             row = other.execute(
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                " AND ((classid::bigint << 32) | objid::bigint) = %s",
+                + _THIS_DB
+                + " AND ((classid::bigint << 32) | objid::bigint) = %s",
                 (WRITER_GATE,),
             ).fetchone()
             assert row is not None
@@ -75,7 +80,7 @@ def test_the_gate_is_held_for_the_transaction_and_released_after(store: Store, p
     look_after: list[int] = []
     store.read(lambda tx: look_after.append(0))
     with _raw(pg_url) as other:
-        row = other.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()
+        row = other.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'" + _THIS_DB).fetchone()
     assert seen == [1] and row is not None and row[0] == 0
 
 
