@@ -13,8 +13,34 @@ savepoint of one transaction with one fsync (`group.py`). A group first takes a 
 --workers N`) queue in the kernel instead of busy-waiting in SQLite's busy handler, which
 sleeps up to 100 ms between tries. A write may be marked not durable (a lease extension): it
 commits with `synchronous=NORMAL`, no fsync of its own; the next durable commit's fsync of
-the WAL carries it, and losing it only shortens a lease (`store.write(volatile(fn))`). The
-ledger holds the service signing key, so a new SQLite file is created
+the WAL carries it, and losing it only shortens a lease (`store.write(volatile(fn))`).
+
+The fsync of a durable group happens outside the locks. Its COMMIT runs with
+`synchronous=NORMAL`: the WAL frames are written (`write()`, into the page cache) and made
+visible, no fsync, so the writer lock is held for CPU and `write()` only. After releasing
+both locks (the next group may lead) the group fsyncs `<ledger>-wal` and only then answers
+its durable callers. Why this is as durable as `synchronous=FULL`: in WAL mode FULL differs
+from NORMAL only by an fsync of the WAL at the end of each commit (sqlite.org, PRAGMA
+synchronous and "Write-Ahead Logging": with NORMAL "the WAL file is synchronized before each
+checkpoint and the database file is synchronized after each completed checkpoint and the WAL
+file header is synchronized when a WAL file begins to be reused after a checkpoint"; a
+transaction is lost in a power failure only if its frames were never synced). Our fsync is
+that fsync, begun after the COMMIT returned, on the same file (fsync flushes a file, not a
+descriptor). What can happen to the frames in between: later commits append after them (the
+fsync covers them too); a checkpoint, in this connection (autocheckpoint) or another
+process, first syncs the WAL, then copies it into the ledger file; the WAL is reused from its
+start only after a checkpoint copied every frame and synced the ledger file; SQLite deletes
+it only after such a checkpoint (the last connection closing). So when the fsync returns
+(or the file is gone), every frame of the group is on disk, in the WAL or the ledger file.
+A write that depends on the group commits after it, in the same WAL, so its own fsync covers
+the group as well: nothing acknowledged depends on something lost. Two differences from
+FULL, both documented where they matter: other transactions may *read* a durable group's
+writes during its fsync, before its callers are answered (a power failure in that window
+loses writes no caller was told about, as with FULL, but a reader saw them); and a failed
+fsync fails the group's durable callers with the error although the writes were applied.
+Kill -9 of the process loses nothing either way: written frames are in the kernel's cache.
+
+The ledger holds the service signing key, so a new SQLite file is created
 0600 (SQLite gives its -wal and -shm files the database file's mode) and a missing directory
 for it 0700.
 
@@ -65,7 +91,7 @@ from studiolo.store.audit import EMPTY, AuditRepo, Head, MetaRepo
 from studiolo.store.content import ContentRepo
 from studiolo.store.evidence import EvidenceRepo
 from studiolo.store.gate import Gate, GateTooNarrow, chain_key
-from studiolo.store.group import GroupCommit, Job, Volatile, volatile
+from studiolo.store.group import GroupCommit, Job, Settle, Volatile, volatile
 from studiolo.store.locate import locate_project
 from studiolo.store.remote import RemoteRepo
 from studiolo.store.work import WorkRepo
@@ -166,6 +192,7 @@ class Store:
         pool_size: int = 5,
         max_overflow: int = 5,
         writer_gate: bool | None = None,
+        fsync: Callable[[int], None] = os.fsync,
     ) -> None:
         self.url = url
         self._clock = clock
@@ -181,8 +208,10 @@ class Store:
         self._local_writer = threading.Lock()  # whole-ledger writers (every writer on SQLite)
         self._chain_locks: dict[str, threading.Lock] = {}  # one writer per chain per process
         self._chain_locks_guard = threading.Lock()
-        self._lock_path = _writer_lock_path(url) if self.is_sqlite else None
+        self._lock_path = _beside(url, ".writer-lock") if self.is_sqlite else None
         self._lock_fd: int | None = None
+        self._wal_path = _beside(url, "-wal") if self.is_sqlite else None
+        self._fsync = fsync  # the WAL's fsync after a durable group (tests make it slow)
         self._group = GroupCommit(self._commit_group, self._local_writer)  # SQLite writes
         self._writing = threading.local()  # a nested write would wait for itself: refuse it
         self._projects: dict[tuple[str, str], str] = {}  # located ids (they never move)
@@ -235,11 +264,18 @@ class Store:
             finally:
                 self._writing.active = False
 
-    def _commit_group(self, jobs: list[Job[Any]]) -> None:
-        """SQLite: run queued writes, each in its savepoint, in one transaction (`group.py`)."""
+    def _commit_group(self, jobs: list[Job[Any]]) -> Settle | None:
+        """SQLite: run queued writes, each in its savepoint, in one transaction (`group.py`).
+
+        The COMMIT runs with `synchronous=NORMAL` (no fsync) on a file ledger; a durable
+        group returns the fsync of the WAL, which the group commit runs after releasing the
+        locks and before answering its callers. A ledger with no WAL path (in memory) keeps
+        `synchronous=FULL` for a durable group."""
+        deferred = self._wal_path is not None
         durable = any(job.durable for job in jobs)
+        light = deferred or not durable
         with self._writer_lock(), self.engine.connect() as conn:
-            if not durable:
+            if light:
                 conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
             try:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
@@ -251,8 +287,26 @@ class Store:
                     raise
                 conn.commit()
             finally:
-                if not durable:
+                if light:
                     conn.exec_driver_sql("PRAGMA synchronous=FULL")
+        return self._sync_wal if durable and deferred else None
+
+    def _sync_wal(self) -> None:
+        """fsync `<ledger>-wal` (after the group's COMMIT returned and the locks were let go).
+
+        Opened afresh each time, never kept: SQLite may delete the WAL and create a new one,
+        and a kept descriptor would sync the old file. A WAL that is not there (or is a new
+        file) means the one the group wrote to was checkpointed, which syncs it and the
+        ledger file, and then removed: the group is already durable."""
+        assert self._wal_path is not None
+        try:
+            fd = os.open(self._wal_path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        try:
+            self._fsync(fd)
+        finally:
+            os.close(fd)
 
     def _run_job(self, conn: Connection, job: Job[Any]) -> None:
         conn.exec_driver_sql("SAVEPOINT studiolo_op")
@@ -577,7 +631,7 @@ def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int) -> E
         _create_private_sqlite_file(url)
         # Keep a connection per server thread (anyio's pool has 40): a SQLite connection is
         # cheap to keep and costly to open (a file, the pragmas, a WAL index map).
-        on_disk = _writer_lock_path(url) is not None
+        on_disk = _beside(url, "") is not None
         pool = {"pool_size": _SQLITE_POOL, "max_overflow": _SQLITE_POOL} if on_disk else {}
         engine = create_engine(
             url,
@@ -635,12 +689,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def _writer_lock_path(url: str) -> str | None:
-    """`<ledger>.writer-lock` beside a SQLite file; None for an in-memory database."""
+def _beside(url: str, suffix: str) -> str | None:
+    """`<ledger><suffix>` beside a SQLite file (the writer lock, the WAL); None in memory."""
     database = make_url(url).database
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
-    return database + ".writer-lock"
+    return database + suffix
 
 
 def _within(gate: Gate, fn: Callable[[Tx], T]) -> Callable[[Tx], T]:

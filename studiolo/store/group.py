@@ -3,13 +3,21 @@
 A write is queued; whichever writer holds the leader lock takes every queued write (up to
 `max_group`), runs each in its own savepoint of one `BEGIN IMMEDIATE` transaction, one after
 another in queue order, and commits once. A write that raises is rolled back to its
-savepoint and only it fails; the others commit. Each caller gets its own result or error
-only after the group's COMMIT returned, so nothing is reported before it is durable. If the
-COMMIT (or the BEGIN) fails, every write of the group fails with that error and was not
-applied. The history is the same as running the writes one by one in queue order: each sees
-the effects of those before it, and the group is all-or-nothing at the end.
+savepoint and only it fails; the others commit. If the COMMIT (or the BEGIN) fails, every
+write of the group fails with that error and was not applied. The history is the same as
+running the writes one by one in queue order: each sees the effects of those before it, and
+the group is all-or-nothing at the end.
 
-Waiting is blocking (a lock, then the cross-process writer lock): nobody polls.
+Committing and making durable are two steps. `commit_group(jobs)` commits under the leader
+lock and returns what is left to make the group durable (the WAL's fsync on SQLite, see
+`engine.py`), or None. The leader releases the leader lock first, so the next group commits
+while this one waits for its disk, then runs that step, and only then answers the group's
+durable writes: nothing durable is reported before it is durable. If that step fails, every
+durable write of the group fails with its error (applied, but not known to be durable).
+Volatile writes (`volatile(fn)`: safe to lose in a crash) are answered as soon as their
+group committed.
+
+Waiting is blocking (a lock, the cross-process writer lock, an event): nobody polls.
 """
 
 from __future__ import annotations
@@ -20,12 +28,15 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["GroupCommit", "Job", "Volatile", "volatile"]
+__all__ = ["GroupCommit", "Job", "Settle", "Volatile", "volatile"]
+
+Settle = Callable[[], None]  # makes a committed group durable (an fsync)
 
 
 class Volatile(Generic[T]):
     """A write function marked as safe to lose in a crash (a lease extension): on SQLite its
-    group commits without an fsync of its own if every write in it is volatile."""
+    group commits without an fsync of its own if every write in it is volatile, and it is
+    answered without waiting for the fsync of a durable group it shares."""
 
     __slots__ = ("fn",)
 
@@ -40,24 +51,43 @@ def volatile(fn: Callable[[Any], T]) -> Volatile[T]:
     return Volatile(fn)
 
 
-class Job(Generic[T]):
-    """One queued write and, once its group committed, its outcome."""
+class _Group:
+    """The two moments a group's callers wait for: committed, then durable."""
 
-    __slots__ = ("done", "durable", "error", "fn", "result")
+    __slots__ = ("committed", "durable")
+
+    def __init__(self) -> None:
+        self.committed = threading.Event()
+        self.durable = threading.Event()
+
+
+class Job(Generic[T]):
+    """One queued write and, once its group committed (and, if durable, was synced), its
+    outcome."""
+
+    __slots__ = ("durable", "error", "fn", "group", "result")
 
     def __init__(self, fn: Callable[[Any], T], durable: bool) -> None:
         self.fn = fn
         self.durable = durable
-        self.done = False
+        self.group: _Group | None = None  # set when a leader takes it
         self.result: T | None = None
         self.error: BaseException | None = None
 
+    def wait(self) -> None:
+        assert self.group is not None
+        (self.group.durable if self.durable else self.group.committed).wait()
+
 
 class GroupCommit:
-    """The queue and the leader lock; `commit_group(jobs)` runs a group and fills in outcomes."""
+    """The queue and the leader lock; `commit_group(jobs)` runs a group, fills in outcomes
+    and returns the step that makes it durable (None: nothing to wait for)."""
 
     def __init__(
-        self, commit_group: Callable[[list[Job[Any]]], None], leader: threading.Lock, max_group: int = 64
+        self,
+        commit_group: Callable[[list[Job[Any]]], Settle | None],
+        leader: threading.Lock,
+        max_group: int = 64,
     ) -> None:
         self._commit_group = commit_group
         self._leader = leader
@@ -71,29 +101,54 @@ class GroupCommit:
         job: Job[T] = Job(fn, not isinstance(fn, Volatile))
         with self._mutex:
             self._pending.append(job)
-        while not job.done:
+        while job.group is None:
             with self._leader:
-                if not job.done:
-                    self._lead()
+                if job.group is not None:  # another leader took it
+                    break
+                led = self._lead()
+            if led is not None:  # outside the leader lock: the next group may commit
+                self._settle(*led)
+        job.wait()
         if job.error is not None:
             raise job.error
         return job.result  # type: ignore[return-value]
 
-    def _lead(self) -> None:
+    def _lead(self) -> tuple[list[Job[Any]], _Group, Settle] | None:
+        """Take and commit a group; return it if it still has to be made durable."""
+        group = _Group()
         with self._mutex:
             batch, self._pending = self._pending[: self._max], self._pending[self._max :]
+            for job in batch:
+                job.group = group
         if not batch:
-            return
+            return None
         try:
-            self._commit_group(batch)
+            settle = self._commit_group(batch)
         except BaseException as exc:  # the group did not commit: none of it happened
             for job in batch:
                 job.result, job.error = None, exc
+            group.committed.set()
+            group.durable.set()
             if not isinstance(exc, Exception):
                 raise
-        else:
-            self.groups += 1
-            self.grouped += len(batch) if len(batch) > 1 else 0
-        finally:
+            return None
+        self.groups += 1
+        self.grouped += len(batch) if len(batch) > 1 else 0
+        group.committed.set()
+        if settle is None:
+            group.durable.set()
+            return None
+        return batch, group, settle
+
+    @staticmethod
+    def _settle(batch: list[Job[Any]], group: _Group, settle: Settle) -> None:
+        try:
+            settle()
+        except BaseException as exc:  # applied, but not known to be durable: say so
             for job in batch:
-                job.done = True
+                if job.durable:
+                    job.result, job.error = None, exc
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            group.durable.set()

@@ -4,6 +4,7 @@ processes on one SQLite file: writes that share a transaction still behave one b
 from __future__ import annotations
 
 import multiprocessing
+import os
 import stat
 import threading
 import time
@@ -122,4 +123,51 @@ def test_a_nested_write_is_refused_inside_a_group(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match=r"inside store\.write"):
         store.write(volatile(lambda tx: store.write(_bump("x"))))  # type: ignore[arg-type]
     assert store.read(lambda tx: tx.meta.get("x")) is None
+    store.dispose()
+
+
+class _SlowFsync:
+    """An fsync that waits for the test to let it finish, and says which file it synced."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.synced: list[int] = []  # inode of each synced file
+
+    def __call__(self, fd: int) -> None:
+        self.synced.append(os.fstat(fd).st_ino)
+        self.entered.set()
+        assert self.release.wait(30)
+
+
+def test_the_fsync_runs_outside_the_locks_and_before_the_durable_answer(tmp_path: Path) -> None:
+    fsync = _SlowFsync()
+    store = Store(Settings.sqlite_url(tmp_path / "ledger.db"), fsync=fsync)
+    store.upgrade()
+    answered: list[object] = []
+    durable = threading.Thread(target=lambda: answered.append(store.write(_bump("durable"))))  # type: ignore[arg-type]
+    durable.start()
+    assert fsync.entered.wait(30)  # the durable group committed and is inside its fsync
+    light = threading.Thread(target=lambda: answered.append(store.write(volatile(_bump("light")))))
+    light.start()
+    light.join(30)
+    assert not light.is_alive() and answered == [1]  # the heartbeat did not wait for the fsync
+    assert durable.is_alive()  # ... and the durable caller has not been answered yet
+    assert store.read(lambda tx: tx.meta.get("durable")) == "1"  # committed, being synced
+    fsync.release.set()
+    durable.join(30)
+    assert answered == [1, 1]
+    assert fsync.synced == [(tmp_path / "ledger.db-wal").stat().st_ino]  # the WAL, once
+    store.dispose()
+
+
+def test_a_failed_fsync_fails_the_durable_caller(tmp_path: Path) -> None:
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    store = Store(Settings.sqlite_url(tmp_path / "ledger.db"), fsync=broken)
+    store.upgrade()
+    with pytest.raises(OSError, match="Input/output"):
+        store.write(_bump("unsure"))  # type: ignore[arg-type]
+    assert store.write(volatile(_bump("light"))) == 1  # no fsync of its own: answered
     store.dispose()
