@@ -150,7 +150,7 @@ class Client:
 
     def _one(self, model: type[M], method: str, url: str, body: BaseModel | None = None, **kw: Any) -> M:
         if body is not None:
-            kw.update(content=body.model_dump_json(), headers={"Content-Type": "application/json"})
+            kw.update(_json(body))
         return model.model_validate_json(self._send(method, url, **kw).content)
 
     def _many(self, model: type[M], url: str, **kw: Any) -> list[M]:
@@ -264,10 +264,11 @@ class Client:
         project: str | None = None,
     ) -> dict[str, Any]:
         """Define (or replace) an A2A intake template: the contract of delegated tasks."""
-        body: dict[str, Any] = {"description": description, "criteria": dict(criteria), "scope": list(scope)}
-        if policy_version is not None:
-            body["policy_version"] = policy_version
-        data: dict[str, Any] = self._send("PUT", f"{self._intakes(project)}/{_seg(name)}", json=body).json()
+        body = q.IntakeIn(
+            description=description, criteria=dict(criteria), scope=list(scope), policy_version=policy_version
+        )
+        url = f"{self._intakes(project)}/{_seg(name)}"
+        data: dict[str, Any] = self._send("PUT", url, **_json(body)).json()
         return data
 
     def intakes(self, project: str | None = None) -> list[dict[str, Any]]:
@@ -557,8 +558,7 @@ class Client:
     def send_completion(self, task_id: str, body: q.CompleteIn) -> Completed:
         """`complete`, with the request already built (the MCP tools build it)."""
         url = f"/v1/tasks/{_seg(task_id)}/complete"
-        headers = {"Content-Type": "application/json"}
-        response = self._send("POST", url, content=body.model_dump_json(), headers=headers, completion=True)
+        response = self._send("POST", url, completion=True, **_json(body))
         completion = s.CompletionOut.model_validate_json(response.content)
         return Completed(completion, response.headers.get("Idempotent-Replay") == "true")
 
@@ -583,6 +583,11 @@ class Client:
                     problem = json.loads(data)
                     raise error_from_problem(int(problem.get("status", 500)), problem)
                 yield s.EventOut.model_validate_json(data)
+
+
+def _json(body: BaseModel) -> dict[str, Any]:
+    """The keyword arguments that send a request model as the JSON body."""
+    return {"content": body.model_dump_json(), "headers": {"Content-Type": "application/json"}}
 
 
 def _seg(value: str) -> str:

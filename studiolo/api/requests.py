@@ -26,6 +26,7 @@ __all__ = [
     "DelegateIn",
     "GrantIn",
     "HandoffIn",
+    "IntakeIn",
     "LeaseIn",
     "MigrateIn",
     "ObservationIn",
@@ -118,6 +119,16 @@ class TaskIn(_In):
     policy_version: Rev | None = Field(None, description="default: the latest published policy")
     requires_deployment: StrictBool = False
     allow_evidence_reuse: StrictBool = False
+
+
+class IntakeIn(_In):
+    """An A2A intake template (`PUT /a2a/admin/projects/{id}/intakes/{name}`): the contract of
+    every task delegated through it."""
+
+    description: Annotated[str, Field(max_length=2000)] = ""
+    criteria: dict[Short, Short] = Field(description="criterion id → admitted checker `name@version`")
+    scope: list[Short] = Field(max_length=200)
+    policy_version: Rev | None = Field(None, description="default: the latest when each task is created")
 
 
 class CancelIn(_In):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from studiolo._exceptions import InvalidRequest, StudioloError
+from studiolo._exceptions import StudioloError
+from studiolo.api.requests import IntakeIn, invalid_request
 from studiolo.core.intake import IntakeTemplate
 from studiolo.service import Coordinator
 
@@ -22,18 +23,18 @@ _BASE = "/admin/projects/{project_id}/intakes"
 
 def admin_routes(door: Coordinator) -> list[Route]:
     async def put_intake(request: Request) -> JSONResponse:
-        """`PUT …/intakes/{name}` `{description, criteria, scope, policy_version?}` (admin)."""
+        """`PUT …/intakes/{name}` with an `IntakeIn` body (admin)."""
         try:
-            body = _object(await request.body())
+            body = _intake(await request.body())
             template = await run_in_threadpool(
                 lambda: door.define_intake(
                     request.scope[_PRINCIPAL],
                     request.path_params["project_id"],
                     request.path_params["name"],
-                    description=str(body.get("description", "")),
-                    criteria=body.get("criteria") or {},
-                    scope=body.get("scope") or [],
-                    policy_version=body.get("policy_version"),
+                    description=body.description,
+                    criteria=body.criteria,
+                    scope=body.scope,
+                    policy_version=body.policy_version,
                 )
             )
         except StudioloError as exc:
@@ -55,14 +56,12 @@ def admin_routes(door: Coordinator) -> list[Route]:
     ]
 
 
-def _object(raw: bytes) -> dict[str, Any]:
+def _intake(raw: bytes) -> IntakeIn:
+    """The body, validated by the model the client sends (`InvalidRequest`, 422, if not)."""
     try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise InvalidRequest("the body is a JSON object") from exc
-    if not isinstance(value, dict):
-        raise InvalidRequest("the body is a JSON object")
-    return value
+        return IntakeIn.model_validate_json(raw)
+    except ValidationError as exc:
+        raise invalid_request(exc.errors()) from None
 
 
 def _out(t: IntakeTemplate) -> dict[str, Any]:

@@ -145,6 +145,20 @@ def test_only_an_admin_defines_intakes(live: Live) -> None:
     assert r.status_code == 403 and r.json()["reason"] == "not_authorized"
 
 
+def test_an_intake_body_is_the_wire_model(live: Live) -> None:
+    """The server validates the body with `IntakeIn`, the model the client sends."""
+    url = f"{live.url}/a2a/admin/projects/{live.world.project_id}/intakes/strict"
+    auth = {"Authorization": f"Bearer {live.actors.tokens['admin']}"}
+    good = {"criteria": {"tests": "unit@1"}, "scope": ["src/**"]}
+    for bad in ({**good, "scopes": ["**"]}, {**good, "description": 7}, {**good, "policy_version": "1"}):
+        r = httpx.put(url, json=bad, headers=auth)
+        assert r.status_code == 422 and r.json()["reason"] == "invalid_request", (bad, r.text)
+    r = httpx.put(url, content=b"[]", headers=auth)
+    assert r.status_code == 422 and r.json()["reason"] == "invalid_request"
+    r = httpx.put(url, json=good, headers=auth)
+    assert r.status_code == 200 and r.json()["scope"] == ["src/**"], r.text
+
+
 def test_resubscribe_after_a_restart_follows_the_ledger(live: Live) -> None:
     """A fresh app on the same ledger (a restart) has no executor following the task: the
     resubscribe starts one, and the stream still ends artifacts-then-COMPLETED."""
