@@ -375,6 +375,11 @@ class Client:
             raise UntrustedResponse(f"the server sent bytes that do not match {digest[:80]!r}")
         return data
 
+    def collect_garbage(self, older_than_seconds: float = 3600.0) -> int:
+        """Delete the blobs nothing references, staged over this long ago (service admins); how many."""
+        body = q.CollectGarbageIn(older_than_seconds=older_than_seconds)
+        return self._one(s.CollectedOut, "POST", "/v1/blobs/collect", body).collected
+
     def artifacts(self, prefix: str = "", *, project: str | None = None) -> list[s.ArtifactOut]:
         return self._many(s.ArtifactOut, f"{self._p(project)}/artifacts", params={"prefix": prefix})
 

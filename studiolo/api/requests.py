@@ -22,6 +22,7 @@ __all__ = [
     "CandidateIn",
     "CheckerIn",
     "ClaimIn",
+    "CollectGarbageIn",
     "CompleteIn",
     "DelegateIn",
     "GrantIn",
@@ -129,6 +130,12 @@ class IntakeIn(_In):
     criteria: dict[Short, Short] = Field(description="criterion id → admitted checker `name@version`")
     scope: list[Short] = Field(max_length=200)
     policy_version: Rev | None = Field(None, description="default: the latest when each task is created")
+
+
+class CollectGarbageIn(_In):
+    older_than_seconds: float = Field(
+        3600.0, strict=True, ge=0, le=10**9, description="spare blobs staged more recently than this"
+    )
 
 
 class CancelIn(_In):

@@ -21,6 +21,7 @@ __all__ = [
     "BlobOut",
     "CandidateOut",
     "CheckerOut",
+    "CollectedOut",
     "CollectionOut",
     "CompletionOut",
     "ContractOut",
@@ -84,6 +85,10 @@ class IssuedOut(_Out):
 
 class RevokedOut(_Out):
     revoked: int
+
+
+class CollectedOut(_Out):
+    collected: int
 
 
 class GrantOut(_Out):

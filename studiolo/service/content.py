@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from studiolo._exceptions import Conflict, InvalidRequest, NotFound, PayloadTooLarge
+from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound, PayloadTooLarge
 from studiolo.core.canonical import digest_bytes, digest_json, is_digest
 from studiolo.core.model import Action, Artifact, AttemptStatus, Candidate, Observation, Principal
 from studiolo.core.paths import matches_any, normalize_path, normalize_prefix
@@ -88,9 +89,16 @@ class ContentOps(Door):
         return data
 
     def collect_garbage(self, caller: Principal, older_than: float = 3600.0) -> int:
-        """Delete staged blobs that no artifact revision or candidate references."""
+        """Delete the blobs nothing references, older than `older_than` seconds; how many.
+
+        Referenced: by an artifact revision, a candidate, a receipt's log or a delegation's
+        evidence. A service admin's write on the whole ledger, audited (`blobs.collected`).
+        The age spares bytes staged for a candidate not yet submitted."""
         if not caller.is_service_admin:
-            raise NotFound("not found")
+            raise NotAuthorized("only a service administrator collects garbage")
+        number = isinstance(older_than, int | float) and not isinstance(older_than, bool)
+        if not number or not math.isfinite(older_than):
+            raise InvalidRequest("older_than is a number of seconds")
 
         def run(tx: Tx) -> int:
             refs = tx.content.referenced_digests()
@@ -98,7 +106,7 @@ class ContentOps(Door):
                 d for d, at in tx.content.all_blob_digests() if d not in refs and at < tx.now - older_than
             ]
             n = tx.content.delete_blobs(stale)
-            self.audit(tx, None, "blobs.collected", caller, None, count=n)
+            self.audit(tx, None, "blobs.collected", caller, None, count=n, older_than=older_than)
             return n
 
         return self.store.write(run)

@@ -96,8 +96,10 @@ class ContentRepo:
 
     # blobs
     def put_blob(self, digest: str, data: bytes, at: float) -> bool:
-        """Store bytes under their digest; False when they were already there."""
+        """Store bytes under their digest; False when they were already there (then they count as
+        staged now: garbage collection spares young blobs, and these are about to be used)."""
         if self.has_blob(digest):
+            self._c.execute(update(s.blobs).where(s.blobs.c.digest == digest).values(created_at=at))
             return False
         self._c.execute(insert(s.blobs).values(digest=digest, size=len(data), data=data, created_at=at))
         return True
@@ -154,6 +156,7 @@ class ContentRepo:
         return bytes(row.data) if row else None
 
     def delete_blobs(self, digests: Iterable[str]) -> int:
+        """Delete these blobs and every project's reference to them; how many blobs went."""
         wanted = list(digests)
         if not wanted:
             return 0
@@ -161,10 +164,12 @@ class ContentRepo:
         return int(self._c.execute(delete(s.blobs).where(s.blobs.c.digest.in_(wanted))).rowcount)
 
     def all_blob_digests(self) -> list[tuple[str, float]]:
+        """Every blob's digest and the time it was last staged."""
         rows = self._c.execute(select(s.blobs.c.digest, s.blobs.c.created_at))
         return [(r.digest, r.created_at) for r in rows]
 
     def referenced_digests(self) -> set[str]:
+        """The digests an artifact revision, a candidate, a receipt's log or a delegation's evidence names."""
         refs = {r[0] for r in self._c.execute(select(s.artifact_revisions.c.digest)) if r[0]}
         for row in self._c.execute(select(s.candidates.c.manifest)):
             refs.update(d for d in loads(row.manifest)["files"].values() if d)

@@ -85,6 +85,25 @@ def test_whoami_orient_and_admin_commands(actors: Actors, world: World, tmp_path
     assert other["id"].startswith("prj_")
 
 
+def test_blob_gc_over_http(actors: Actors, world: World) -> None:
+    """`studiolo blob gc` → `POST /v1/blobs/collect` → the door (service admins, audited)."""
+    old = actors.client("agent").put_blob(b"staged, never used").digest
+    world.edit("docs/kept.md", b"kept")
+    world.clock.advance(7200)
+    young = actors.client("agent").put_blob(b"staged just now").digest
+    refused = cli(actors, "agent", "blob", "gc", code=3)
+    assert "not_authorized" in refused.output
+    assert js(actors, "admin", "blob", "gc") == {"collected": 1}
+    assert "collected 0 blob(s)" in cli(actors, "admin", "blob", "gc").stdout
+    assert cli(actors, "admin", "blob", "gc", "--older-than", "-1", code=2)
+    for digest, there in ((old, False), (young, True)):
+        assert (world.coord.store.read(lambda tx, d=digest: tx.content.blob(d)) is not None) is there
+    world.clock.advance(1)
+    assert actors.client("admin").collect_garbage(older_than_seconds=0) == 1  # the young one
+    kinds = [e.kind for e in world.coord.store.read(lambda tx: list(tx.audit.iter_all()))]
+    assert kinds.count("blobs.collected") == 3
+
+
 def test_task_commands(actors: Actors, world: World) -> None:
     t = js(actors, "admin", "task", "create", "Double it", "--criterion", "tests=unit@1", "--scope", "src/**")
     assert (

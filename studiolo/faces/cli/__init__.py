@@ -61,6 +61,7 @@ COMMANDS: dict[str, Lazy] = {
     "grant": Lazy(_ADMIN, "Grants: actions over path scopes; revocable."),
     "policy": Lazy(_ADMIN, "Policies: the project's versioned handbook."),
     "checker": Lazy(_ADMIN, "Checkers and the verifiers admitted for them."),
+    "blob": Lazy(_ADMIN, "Blobs: delete the ones nothing references (service admins)."),
     "a2a": Lazy("studiolo.faces.cli.a2a", "A2A: intake templates for work delegated by other agents."),
     "remote-org": Lazy(
         "studiolo.faces.cli.remote", "Remote organisations: the keys pinned for their agents."

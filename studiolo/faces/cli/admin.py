@@ -1,4 +1,4 @@
-"""Admin commands: projects, principals and tokens, grants, policies, checkers."""
+"""Admin commands: projects, principals and tokens, grants, policies, checkers, blobs."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ principal_app = typer.Typer(help="Principals and their tokens.", no_args_is_help
 grant_app = typer.Typer(help="Grants: actions over path scopes; revocable.", no_args_is_help=True)
 policy_app = typer.Typer(help="Policies: the project's versioned handbook.", no_args_is_help=True)
 checker_app = typer.Typer(help="Checkers and the verifiers admitted for them.", no_args_is_help=True)
+blob_app = typer.Typer(
+    help="Blobs: delete the ones nothing references (service admins).", no_args_is_help=True
+)
 
 Project = Annotated[str | None, typer.Option("--project", "-p", help="Project id (default: the token's).")]
 
@@ -27,6 +30,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(grant_app, name="grant")
     app.add_typer(policy_app, name="policy")
     app.add_typer(checker_app, name="checker")
+    app.add_typer(blob_app, name="blob")
 
 
 @project_app.command("create")
@@ -211,3 +215,18 @@ def checker_list(ctx: typer.Context, project: Project = None, json_out: JsonOpt 
     with st.client() as c:
         rows = c.checkers(project)
     emit(st, rows, lambda con: con.print(table(rows, ["ref", "kind", "verifiers"])))
+
+
+@blob_app.command("gc")
+def blob_gc(
+    ctx: typer.Context,
+    older_than: Annotated[
+        float, typer.Option(min=0, help="spare blobs staged within this many seconds (a submit in flight)")
+    ] = 3600.0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete the blobs no artifact revision, candidate, receipt or delegation references (audited)."""
+    st = state(ctx, json_out)
+    with st.client() as c:
+        n = c.collect_garbage(older_than)
+    emit(st, {"collected": n}, lambda con: con.print(f"collected {n} blob(s)"))

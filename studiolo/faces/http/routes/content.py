@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from studiolo.api import responses as s
-from studiolo.api.requests import ArtifactEditIn, CandidateIn, ObservationIn
+from studiolo.api.requests import ArtifactEditIn, CandidateIn, CollectGarbageIn, ObservationIn
 from studiolo.core.paths import normalize_prefix
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.service import CandidateDraft
@@ -44,6 +44,14 @@ async def put_blob(request: Request, caller: Caller, door: Door) -> s.BlobOut:
 )
 def get_blob(digest: str, caller: Caller, door: Door) -> Response:
     return OctetStream(door.get_blob(caller, digest), headers={"ETag": f'"{digest}"'})
+
+
+@router.post(
+    "/blobs/collect",
+    summary="Delete the blobs nothing references, staged over `older_than_seconds` ago (service admins)",
+)
+def collect_garbage(body: CollectGarbageIn, caller: Caller, door: Door) -> s.CollectedOut:
+    return s.CollectedOut(collected=door.collect_garbage(caller, body.older_than_seconds))
 
 
 @router.get("/projects/{project_id}/artifacts", summary="Current artifacts under a prefix")
