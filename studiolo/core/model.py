@@ -258,6 +258,37 @@ class Receipt:
             "log_digest": self.log_digest,
         }
 
+    @classmethod
+    def from_signed(
+        cls,
+        body: Mapping[str, Any],
+        signature: str,
+        *,
+        id: str,
+        project_id: str,
+        candidate_id: str,
+        reused: bool = False,
+    ) -> Receipt:
+        """The receipt a `signed_body` and its signature describe (the inverse of `signed_body`)."""
+        return cls(
+            id=id,
+            project_id=project_id,
+            task_id=body["task_id"],
+            attempt_id=body["attempt_id"],
+            candidate_id=candidate_id,
+            contract_hash=body["contract_hash"],
+            candidate_digest=body["candidate_digest"],
+            dependency_digest=body["dependency_digest"],
+            criterion=body["criterion"],
+            checker=body["checker"],
+            result=ReceiptResult(body["result"]),
+            issued_at=int(body["issued_at"]),
+            issuer_id=body["issuer"],
+            log_digest=body["log_digest"],
+            signature=signature,
+            reused=reused,
+        )
+
 
 @dataclass(frozen=True)
 class Completion:

@@ -20,7 +20,6 @@ from studiolo.core.model import (
     Principal,
     PrincipalKind,
     Receipt,
-    ReceiptResult,
     Task,
     TaskStatus,
 )
@@ -90,23 +89,8 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
         raise InvalidRequest(
             "a receipt needs an Ed25519 signature: 86 base64url characters", reason="signature_invalid"
         )
-    return Receipt(
-        id=receipt_id_of(body, signature),
-        project_id=project_id,
-        task_id=body["task_id"],
-        attempt_id=body["attempt_id"],
-        candidate_id=cand_id,
-        contract_hash=body["contract_hash"],
-        candidate_digest=body["candidate_digest"],
-        dependency_digest=body["dependency_digest"],
-        criterion=body["criterion"],
-        checker=body["checker"],
-        result=ReceiptResult(body["result"]),
-        issued_at=issued,
-        issuer_id=body["issuer"],
-        log_digest=body["log_digest"],
-        signature=signature,
-    )
+    rid = receipt_id_of(body, signature)
+    return Receipt.from_signed(body, signature, id=rid, project_id=project_id, candidate_id=cand_id)
 
 
 class EvidenceOps(Door):

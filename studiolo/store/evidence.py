@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select
 
-from studiolo.core.model import Receipt, ReceiptResult
+from studiolo.core.model import Receipt
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 from studiolo.store._raw import Raw, columns, in_list, in_params
@@ -136,22 +136,11 @@ class EvidenceRepo:
 def _receipt(row: Sequence[Any]) -> Receipt:
     """A receipt from its columns in table order (a SQLAlchemy row or a driver tuple)."""
     rid, project_id, candidate_id, body, signature, _issuer, reused_from = row[:7]
-    b = loads(body)
-    return Receipt(
+    return Receipt.from_signed(
+        loads(body),
+        signature,
         id=rid,
         project_id=project_id,
-        task_id=b["task_id"],
-        attempt_id=b["attempt_id"],
         candidate_id=candidate_id,
-        contract_hash=b["contract_hash"],
-        candidate_digest=b["candidate_digest"],
-        dependency_digest=b["dependency_digest"],
-        criterion=b["criterion"],
-        checker=b["checker"],
-        result=ReceiptResult(b["result"]),
-        issued_at=int(b["issued_at"]),
-        issuer_id=b["issuer"],
-        log_digest=b["log_digest"],
-        signature=signature,
         reused=reused_from is not None,
     )
