@@ -55,10 +55,6 @@ class RemoteRepo:
         t = s.a2a_remote_orgs
         return str(self._c.execute(select(t.c.attest_key).where(t.c.id == org_id)).scalar_one())
 
-    def set_org_keys(self, org_id: str, keys: dict[str, str]) -> None:
-        t = s.a2a_remote_orgs
-        self._c.execute(update(t).where(t.c.id == org_id).values(keys=dumps(keys)))
-
     def revoke_org(self, org_id: str, at: float) -> None:
         t = s.a2a_remote_orgs
         self._c.execute(update(t).where(t.c.id == org_id, t.c.revoked_at.is_(None)).values(revoked_at=at))
