@@ -9,7 +9,7 @@ seqs may commit out of order on PostgreSQL (see docs/concepts.md). Events up to 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,11 @@ _INSERT_EVENT = (
 )
 _LAST = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
 _MAX_SEQ = "SELECT coalesce(max(seq), 0) FROM events"
+# SQLite's first append of a write: the highest seq and the chain's head, one read.
+_MAX_SEQ_AND_HEAD = (
+    "SELECT (SELECT coalesce(max(seq), 0) FROM events), h.seq, h.hash, h.at"
+    " FROM (SELECT 1) AS one LEFT JOIN chains AS h ON h.chain = :c"
+)
 _NEXTVAL = "SELECT nextval('events_seq')"
 _HEAD = "SELECT seq, hash, at FROM chains WHERE chain = :c"
 _HEADS = "SELECT chain, seq, hash FROM chains"
@@ -104,8 +109,18 @@ class AuditRepo:
         chain = chain_of(project_id)
         if chain not in self._heads:
             row = self._raw.one(_HEAD, {"c": chain})
-            self._heads[chain] = Head(int(row[0]), str(row[1]), float(row[2]), True) if row else EMPTY
+            self._heads[chain] = _head(row)
         return self._heads[chain]
+
+    def _start(self, chain: str) -> None:
+        """SQLite, before the write's first seq: read the highest seq, with the chain's head."""
+        if self._sequence or self._max is not None:
+            return
+        row = self._raw.one(_MAX_SEQ_AND_HEAD, {"c": chain})
+        assert row is not None
+        self._max = int(row[0])
+        if chain not in self._heads:
+            self._heads[chain] = _head(row[1:] if row[1] is not None else None)
 
     def last(self) -> tuple[int, str]:
         """The event with the highest seq in this snapshot, across chains (0 and GENESIS if none)."""
@@ -115,7 +130,9 @@ class AuditRepo:
     def next_seq(self, project_id: str | None) -> int:
         """The seq the next event appended to the project's chain gets (a completion's
         commit version): reserved now, so it can be signed before the event is written."""
-        self._require(chain_of(project_id))
+        chain = chain_of(project_id)
+        self._require(chain)
+        self._start(chain)
         if not self._seqs:
             self._seqs.append(self._allocate())
         return self._seqs[0]
@@ -143,15 +160,15 @@ class AuditRepo:
     ) -> Event:
         chain = chain_of(project_id)
         self._require(chain)
+        self._start(chain)
         head = self.head(project_id)
         seq = self._seqs.pop(0) if self._seqs else self._allocate()
         if seq <= head.seq:
             raise RuntimeError(
                 f"event seq {seq} is not above its chain's head {head.seq}: events_seq is behind"
             )
-        draft = Event(seq, project_id, kind, actor, subject, data, at, head.hash, "")
-        digest = event_hash(head.hash, event_body(draft))
         row = {"seq": seq, "project_id": project_id, "kind": kind, "actor": actor, "subject": subject}
+        digest = event_hash(head.hash, {**row, "data": dict(data), "at": repr(at)})  # = event_body
         self._raw.send(
             _INSERT_EVENT, {**row, "data": dumps(data), "at": at, "prev_hash": head.hash, "hash": digest}
         )
@@ -330,6 +347,10 @@ def _event(row: Row[Any]) -> Event:
         prev_hash=row.prev_hash,
         hash=row.hash,
     )
+
+
+def _head(row: Sequence[Any] | None) -> Head:
+    return Head(int(row[0]), str(row[1]), float(row[2]), True) if row else EMPTY
 
 
 def _first(row: Any) -> Any:
