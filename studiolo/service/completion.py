@@ -159,6 +159,8 @@ class CompletionOps(Door):
         completion_id = self.ids.new("cmp")
         revisions = tx.content.publish(task.project_id, cand.files, tx.now, caller.id, completion_id)
         commit_version = tx.audit.next_seq(task.project_id)
+        key = self.service_key(tx)
+        evidence, digest = sorted(set(q.evidence)), q.digest()
         body: dict[str, Any] = {
             "type": "studiolo.completion/v1",
             "completion_id": completion_id,
@@ -171,12 +173,12 @@ class CompletionOps(Door):
             "candidate_id": cand.id,
             "candidate_digest": cand.digest,
             "dependency_digest": cand.dependency_digest,
-            "evidence": sorted(set(q.evidence)),
+            "evidence": evidence,
             "revisions": revisions,
             "request_id": q.request_id,
             "commit_version": commit_version,
             "committed_at_ms": int(tx.now * 1000),
-            "kid": self.service_key(tx).kid,
+            "kid": key.kid,
         }
         completion = Completion(
             completion_id,
@@ -184,11 +186,11 @@ class CompletionOps(Door):
             attempt.id,
             cand.id,
             q.request_id,
-            q.digest(),
+            digest,
             caller.id,
             commit_version,
             body,
-            self.service_key(tx).sign(body),
+            key.sign(body),
             tx.now,
             revisions,
         )
@@ -201,13 +203,13 @@ class CompletionOps(Door):
             task.id,
             completion=completion_id,
             request_id=q.request_id,
-            request_digest=q.digest(),
+            request_digest=digest,
             contract_hash=q.contract_hash,
             attempt=attempt.id,
             fence=attempt.fence,
             lease_deadline=attempt.lease_deadline,  # heartbeats are not events: the deadline relied on
             candidate=cand.id,
-            evidence=sorted(set(q.evidence)),
+            evidence=list(evidence),
             revisions=revisions,
             signature=completion.signature,
         )
