@@ -35,7 +35,8 @@ def _task(i: int, state: int, artifact: bool) -> Task:
 
 
 class PeerStore:
-    """`n` tasks saved WORKING up front; `calls()` completes them one save each."""
+    """`n` tasks saved WORKING up front; `calls()` completes them one save each, and
+    `concurrent_calls(k, m)` completes them in blocks of `k` clients doing `m` saves each."""
 
     def __init__(self, path: Path, n: int) -> None:
         self.loop = asyncio.new_event_loop()
@@ -60,6 +61,23 @@ class PeerStore:
             return lambda: self.loop.run_until_complete(self._complete(i))
 
         return [call(i) for i in range(self.n)]
+
+    async def _client(self, ids: range) -> None:
+        for i in ids:
+            await self.store.save(_task(i, TaskState.TASK_STATE_COMPLETED, True), self.context)
+
+    async def _block(self, start: int, k: int, m: int) -> float:
+        """`k` concurrent clients on the one store (asyncio.gather), `m` saves one after
+        another each; the block's wall-clock time."""
+        t0 = time.perf_counter()
+        await asyncio.gather(*(self._client(range(start + c * m, start + (c + 1) * m)) for c in range(k)))
+        return time.perf_counter() - t0
+
+    def concurrent_calls(self, k: int, m: int) -> list[Callable[[], float]]:
+        def call(start: int) -> Callable[[], float]:
+            return lambda: self.loop.run_until_complete(self._block(start, k, m))
+
+        return [call(start) for start in range(0, self.n - k * m + 1, k * m)]
 
     def close(self) -> None:
         self.loop.run_until_complete(self.engine.dispose())
