@@ -1,13 +1,17 @@
 """The SQL floor of a completion: the statements it ran, replayed raw through `sqlite3`.
 
 `Recorder` makes a Store's SQLite connections log every statement with its parameters (and
-each commit). `Floor` replays the logged statements of one completion at a time, in order,
-on a copy of the ledger taken before those completions ran: the same statements on the same
-state, with nothing in between but the driver.
+each commit), and the fsync of the WAL a durable group runs after its COMMIT (`FSYNC`: the
+store commits with `synchronous=NORMAL` under its locks and syncs after letting go of them).
+`Floor` replays the logged statements of one completion at a time, in order, on a copy of
+the ledger taken before those completions ran, and fsyncs its own WAL where the store did:
+the same statements and the same fsync on the same state, with nothing in between but the
+driver.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -18,9 +22,10 @@ from sqlalchemy import event
 
 from studiolo.store import Store
 
-__all__ = ["Floor", "Recorder"]
+__all__ = ["FSYNC", "Floor", "Recorder"]
 
 Statement = tuple[str, Any]
+FSYNC = "-- fsync of the WAL"  # a log entry that is not SQL: the store's fsync after COMMIT
 
 
 class _Cursor(sqlite3.Cursor):
@@ -64,6 +69,14 @@ class Recorder:
         event.listen(store.engine, "do_connect", factory)
         event.listen(store.engine, "checkout", checkout)
         store.engine.dispose()  # later connections come from the factory
+        sync = store._fsync
+
+        def fsync(fd: int) -> None:
+            if self._on:
+                self.log.append((FSYNC, ()))
+            sync(fd)
+
+        store._fsync = fsync
 
     def record(self, fn: Callable[[], object]) -> list[Statement]:
         self.log.clear()
@@ -90,6 +103,7 @@ class Floor:
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(path, isolation_level=None)
+        self.wal = f"{path}-wal"
         for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON"):
             self.conn.execute(f"PRAGMA {pragma}").fetchall()
 
@@ -97,8 +111,19 @@ class Floor:
         conn = self.conn
         t0 = time.perf_counter()
         for sql, params in statements:
-            conn.execute(sql, params).fetchall()
+            if sql is FSYNC:
+                self._fsync()
+            else:
+                conn.execute(sql, params).fetchall()
         return time.perf_counter() - t0
+
+    def _fsync(self) -> None:
+        """As the store does it: the WAL opened afresh, synced, closed."""
+        fd = os.open(self.wal, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def calls(self, logs: list[list[Statement]]) -> list[Callable[[], float]]:
         return [lambda log=log: self.replay(log) for log in logs]

@@ -54,7 +54,7 @@ from sqlalchemy import insert
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent), *(p for p in sys.path if Path(p or ".").resolve() != _HERE)]
 
-from bench._floor import Floor, Recorder, snapshot  # noqa: E402
+from bench._floor import FSYNC, Floor, Recorder, snapshot  # noqa: E402
 from bench._peer import PeerStore  # noqa: E402
 from studiolo.core.model import Attempt, Candidate, Task  # noqa: E402
 from studiolo.core.predicate import CompletionRequest  # noqa: E402
@@ -198,7 +198,7 @@ def _floor_calls(tmp: Path, n: int) -> tuple[list[Callable[[], float]], int]:
     snapshot(twin.coord.store, tmp / "floor.db")
     logs = [recorder.record(lambda item=item: _one(twin, item)) for item in prepared]
     twin.coord.store.dispose()
-    return Floor(tmp / "floor.db").calls(logs), len(logs[0])
+    return Floor(tmp / "floor.db").calls(logs), sum(sql is not FSYNC for sql, _ in logs[0])
 
 
 def _fill(w: World, total: int) -> None:
