@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import unicodedata
 from collections.abc import Iterable
 
@@ -62,8 +63,10 @@ def ancestors(path: str) -> list[str]:
     return [""] + ["/".join(parts[: i + 1]) + "/" for i in range(len(parts))]
 
 
+@functools.lru_cache(maxsize=4096)
 def matches(pattern: str, path: str) -> bool:
-    """Scope pattern match on normalized paths: `**` spans segments, `*`/`?` stay in one."""
+    """Scope pattern match on normalized paths: `**` spans segments, `*`/`?` stay in one.
+    Remembered: one completion asks the same question of its scope and of each grant."""
     pat = [seg for seg in pattern.split("/") if seg not in ("", ".")]
     return _match(pat, path.split("/"))
 

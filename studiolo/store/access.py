@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -144,8 +145,9 @@ class AccessRepo:
 
     def grants_of(self, principal_id: str, project_id: str, live_only: bool = True) -> list[Grant]:
         params = {"who": principal_id, "p": project_id}
-        rows = self._raw.all(_LIVE_GRANTS_OF, params) if live_only else self._c.execute(_GRANTS_OF, params)
-        return [_grant(r) for r in rows]
+        if live_only:
+            return [_grant_of_row(tuple(r)) for r in self._raw.all(_LIVE_GRANTS_OF, params)]
+        return [_grant(r) for r in self._c.execute(_GRANTS_OF, params)]
 
     def grants(self, project_id: str) -> list[Grant]:
         q = select(s.grants).where(s.grants.c.project_id == project_id)
@@ -234,6 +236,14 @@ def _grant(row: Sequence[Any]) -> Grant:
         created_at=created_at,
         revoked_at=revoked_at,
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _grant_of_row(row: tuple[Any, ...]) -> Grant:
+    """`_grant`, remembered by the whole row (revocation included): every write that checks
+    authority reads the caller's live grants, and parsing one (two JSON texts, an enum per
+    action, a frozen dataclass) costs ~10 µs. A Grant is immutable, so sharing it is safe."""
+    return _grant(row)
 
 
 def _policy(row: Any) -> Policy:
