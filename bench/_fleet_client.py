@@ -15,9 +15,13 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from studiolo.settings import Settings
+
 __all__ = ["Conn", "HttpError"]
 
-_IDLE_REUSE_SECONDS = 4.0  # uvicorn closes a keep-alive connection idle for 5 s
+# Reuse a connection idle for less than this: the server closes one idle for its keep-alive
+# time (`Settings.keep_alive_seconds`, 30 s by default; longer than an agent's 10 s heartbeat).
+_IDLE_REUSE_SECONDS = Settings().keep_alive_seconds - 2.0
 
 
 class HttpError(Exception):

@@ -66,6 +66,9 @@ __all__ = [
 
 M = TypeVar("M", bound=BaseModel)
 _PREDICATES = frozenset(r.value for r in Reason)
+# Keep an idle connection this long (httpx: 5 s), below the server's keep-alive (30 s by
+# default): an agent heartbeating every 10 s reuses its connection.
+_KEEP_ALIVE_SECONDS = 25.0
 _BY_STATUS: dict[int, type[StudioloError]] = {
     400: InvalidRequest,
     401: Unauthenticated,
@@ -126,7 +129,12 @@ class Client:
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
-            base_url=base_url, headers=headers, transport=transport, timeout=timeout, verify=_verify(base_url)
+            base_url=base_url,
+            headers=headers,
+            transport=transport,
+            timeout=timeout,
+            verify=_verify(base_url),
+            limits=httpx.Limits(keepalive_expiry=_KEEP_ALIVE_SECONDS),
         )
         self._project = project
 

@@ -24,6 +24,7 @@ class Settings:
     public_url: str = ""
     # HTTP hardening (docs/operations.md, "Limits"): timeouts, caps, in-flight requests.
     header_timeout_seconds: float = 10.0
+    keep_alive_seconds: float = 30.0  # idle between requests; agents heartbeat every ~10 s
     body_timeout_seconds: float = 60.0
     max_connections_per_address: int = 128
     max_in_flight_requests: int = 256
@@ -58,6 +59,7 @@ class Settings:
             public_url=e.get("STUDIOLO_PUBLIC_URL", f"http://{host}:{port}"),
             header_timeout_seconds=float(e.get("STUDIOLO_HEADER_TIMEOUT", base.header_timeout_seconds)),
             body_timeout_seconds=float(e.get("STUDIOLO_BODY_TIMEOUT", base.body_timeout_seconds)),
+            keep_alive_seconds=float(e.get("STUDIOLO_KEEP_ALIVE", base.keep_alive_seconds)),
             max_connections_per_address=int(
                 e.get("STUDIOLO_MAX_CONNECTIONS_PER_ADDRESS", base.max_connections_per_address)
             ),

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from studiolo import client as client_module
 from studiolo.faces.http.limits import BodyCaps, InFlightLimit
 from studiolo.faces.http.server import ServerThread, raise_open_files_limit
 from studiolo.settings import Settings
@@ -125,6 +126,67 @@ def test_a_body_that_stops_arriving_is_cut_off(world: World) -> None:
             )
             sock.sendall(head.encode() + b"x" * 10)
             assert _closed_by_server(sock, 15), "a stalled body kept its connection"
+
+
+# keep-alive ------------------------------------------------------------------------------
+HEALTH = b"GET /healthz HTTP/1.1\r\nHost: studiolo\r\n\r\n"
+
+
+def test_an_idle_connection_lives_for_the_keep_alive_not_the_header_deadline(world: World) -> None:
+    """Between requests a connection may idle past the header deadline (an agent's heartbeat
+    reuses it); past the keep-alive time it is closed."""
+    with _serving(world, header_timeout_seconds=1.0, keep_alive_seconds=4.0) as (_, server):
+        sock = _connect(server.port)
+        with sock:
+            sock.sendall(HEALTH)
+            assert _response_head(sock)[0] == 200
+            assert not _closed_by_server(sock, 2.5), "closed at the header deadline while idle"
+            sock.sendall(HEALTH)
+            assert _response_head(sock)[0] == 200  # the same connection, reused
+            assert _closed_by_server(sock, 15), "an idle connection outlived its keep-alive"
+
+
+def test_a_next_request_that_stalls_has_the_header_deadline(world: World) -> None:
+    with _serving(world, header_timeout_seconds=1.0, keep_alive_seconds=60.0) as (_, server):
+        sock = _connect(server.port)
+        with sock:
+            sock.sendall(HEALTH)
+            assert _response_head(sock)[0] == 200
+            sock.sendall(HALF_REQUEST)
+            assert _closed_by_server(sock, 15), "a half request after a response kept its connection"
+
+
+def test_idle_connections_count_against_the_per_address_cap(world: World) -> None:
+    with _serving(world, max_connections_per_address=2, keep_alive_seconds=60.0) as (_, server):
+        idle = [_connect(server.port, "127.0.0.9") for _ in range(2)]
+        try:
+            for sock in idle:
+                sock.sendall(HEALTH)
+                assert _response_head(sock)[0] == 200
+            surplus = _connect(server.port, "127.0.0.9")
+            assert _closed_by_server(surplus, 5), "a third connection beside two idle ones stayed open"
+            surplus.close()
+            assert all(_still_open(s) for s in idle)
+        finally:
+            for sock in idle:
+                sock.close()
+
+
+@pytest.mark.slow
+def test_the_client_reuses_its_connection_across_a_heartbeat_period(world: World) -> None:
+    """The Python client keeps an idle connection longer than httpx's 5 s default and shorter
+    than the server's keep-alive: two calls 6 s apart share one connection."""
+    assert Settings().keep_alive_seconds > client_module._KEEP_ALIVE_SECONDS
+    with _serving(world) as (live, _):
+        http = live.client("agent")._http
+
+        def local_port() -> object:
+            response = http.get("/healthz")
+            return response.extensions["network_stream"].get_extra_info("client_addr")
+
+        first = local_port()
+        time.sleep(6)
+        assert local_port() == first
 
 
 # authenticate before the body; caps per route -------------------------------------------

@@ -2,10 +2,13 @@
 
 uvicorn's h11 protocol waits forever for a request's headers and body, and its
 `limit_concurrency` counts idle sockets and answers 503 to everyone once they fill it. Here
-each connection has a deadline to deliver a request's headers (from when it connects or its
-previous response ends) and one to deliver that request's body, and one peer address holds
-at most so many connections at once: an extra one is closed as soon as it is accepted.
-Requests are counted and limited by `studiolo.faces.http.limits.InFlightLimit`.
+each connection has a deadline to deliver a request's headers (from when it connects, or from
+the first byte of a later request) and one to deliver that request's body; between requests
+it may stay idle for the keep-alive time (longer than an agent's heartbeat period, so a
+heartbeat reuses its connection instead of paying for a new one). One peer address holds at
+most so many connections at once, idle ones included: an extra one is closed as soon as it is
+accepted. Requests are counted and limited by `studiolo.faces.http.limits.InFlightLimit`; an
+idle connection is not a request.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class ConnectionGuard:
     header_timeout: float
     body_timeout: float
     max_per_address: int
+    keep_alive: float = 30.0
     open: Counter[str] = field(default_factory=Counter)
 
     @classmethod
@@ -38,6 +42,7 @@ class ConnectionGuard:
             settings.header_timeout_seconds,
             settings.body_timeout_seconds,
             settings.max_connections_per_address,
+            settings.keep_alive_seconds,
         )
 
     def admit(self, address: str) -> bool:
@@ -59,7 +64,8 @@ class _GuardedH11(H11Protocol):
         super().__init__(*args, **kwargs)
         self._address: str | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._timed: object = None  # what the timer guards: "headers", or the request's cycle
+        self._timed: object = None  # what the timer guards: "idle", "headers", or the request's cycle
+        self._answered = False  # a response completed: between requests the deadline is keep-alive
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -82,15 +88,19 @@ class _GuardedH11(H11Protocol):
         self._watch()
 
     def on_response_complete(self) -> None:
+        self._answered = True
         super().on_response_complete()
         self._watch()
 
     def _watch(self) -> None:
-        """Arm the deadline the connection's state calls for: headers, this body, or none."""
+        """Arm the deadline the connection's state calls for: idle, headers, this body, or none."""
         if self.transport.is_closing():
             self._disarm()
         elif self.conn.their_state is h11.IDLE:
-            self._arm("headers", self.guard.header_timeout)
+            if self._answered and not self.conn.trailing_data[0]:  # nothing of a next request yet
+                self._arm("idle", self.guard.keep_alive)
+            else:
+                self._arm("headers", self.guard.header_timeout)
         elif self.conn.their_state is h11.SEND_BODY:
             self._arm(self.cycle, self.guard.body_timeout)
         else:

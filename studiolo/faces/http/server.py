@@ -43,6 +43,7 @@ def _config(coordinator: Coordinator, settings: Settings, host: str, port: int) 
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=2,
+        timeout_keep_alive=max(1, round(settings.keep_alive_seconds)),
         http=guarded_protocol(ConnectionGuard.from_settings(settings)),
     )
 
