@@ -1,6 +1,6 @@
 """The HTTP/1.1 connection under uvicorn, hardened against slow and many sockets.
 
-uvicorn's h11 protocol waits forever for a request's headers and body, and its
+uvicorn's HTTP protocols wait forever for a request's headers and body, and its
 `limit_concurrency` counts idle sockets and answers 503 to everyone once they fill it. Here
 each connection has a deadline to deliver a request's headers (from when it connects, or from
 the first byte of a later request) and one to deliver that request's body; between requests
@@ -9,6 +9,11 @@ heartbeat reuses its connection instead of paying for a new one). One peer addre
 most so many connections at once, idle ones included: an extra one is closed as soon as it is
 accepted. Requests are counted and limited by `studiolo.faces.http.limits.InFlightLimit`; an
 idle connection is not a request.
+
+The parser is uvicorn's `httptools` protocol (llhttp, in C): a heartbeat's parsing costs a
+fraction of the pure-Python h11's (docs/benchmarks.md). The deadlines follow the parser's
+callbacks: a message begins (headers due), its headers are complete (its body due), it is
+complete (no deadline while the app answers), its response is complete (idle).
 """
 
 from __future__ import annotations
@@ -16,14 +21,15 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from studiolo.settings import Settings
 
 __all__ = ["ConnectionGuard", "guarded_protocol"]
+
+_Their = Literal["headers", "body", "done", "idle"]  # where the peer is in its request
 
 
 @dataclass
@@ -57,16 +63,17 @@ class ConnectionGuard:
             del self.open[address]
 
 
-class _GuardedH11(H11Protocol):
+class _GuardedHttpTools(HttpToolsProtocol):
     guard: ConnectionGuard
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._address: str | None = None
+        self._their: _Their = "headers"  # a new connection owes its first request's headers
         self._timer: asyncio.TimerHandle | None = None
-        self._timed: object = None  # what the timer guards: "idle", "headers", or the request's cycle
-        self._answered = False  # a response completed: between requests the deadline is keep-alive
+        self._timed: object = None  # what the timer guards: "idle", "headers", or a request's cycle
 
+    # the connection ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         address = self.client[0] if self.client else "unix"
@@ -88,27 +95,41 @@ class _GuardedH11(H11Protocol):
         self._watch()
 
     def on_response_complete(self) -> None:
-        self._answered = True
+        if self._their == "done" and not self.pipeline:  # nothing of a next request yet
+            self._their = "idle"
         super().on_response_complete()
         self._watch()
 
+    # the parser's callbacks ------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        self._their = "headers"
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._their = "body"
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._their = "done"
+        super().on_message_complete()
+
+    # deadlines -------------------------------------------------------------------------
     def _watch(self) -> None:
-        """Arm the deadline the connection's state calls for: idle, headers, this body, or none."""
+        """Arm the deadline the peer's state calls for: idle, headers, this body, or none."""
         if self.transport.is_closing():
             self._disarm()
-        elif self.conn.their_state is h11.IDLE:
-            if self._answered and not self.conn.trailing_data[0]:  # nothing of a next request yet
-                self._arm("idle", self.guard.keep_alive)
-            else:
-                self._arm("headers", self.guard.header_timeout)
-        elif self.conn.their_state is h11.SEND_BODY:
+        elif self._their == "idle":
+            self._arm("idle", self.guard.keep_alive)
+        elif self._their == "headers":
+            self._arm("headers", self.guard.header_timeout)
+        elif self._their == "body":
             self._arm(self.cycle, self.guard.body_timeout)
         else:
             self._disarm()
 
     def _arm(self, what: object, seconds: float) -> None:
         if self._timer is not None and self._timed is what:
-            return
+            return  # a trickle of bytes does not extend a deadline
         self._disarm()
         self._timed = what
         self._timer = self.loop.call_later(seconds, self._expire)
@@ -124,11 +145,11 @@ class _GuardedH11(H11Protocol):
             self.transport.close()
 
 
-def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
-    """An h11 protocol class for `uvicorn.Config(http=...)`, bound to one server's guard."""
+def guarded_protocol(guard: ConnectionGuard) -> type[HttpToolsProtocol]:
+    """An httptools protocol class for `uvicorn.Config(http=...)`, bound to one server's guard."""
 
-    class StudioloH11Protocol(_GuardedH11):
+    class StudioloHttpProtocol(_GuardedHttpTools):
         pass
 
-    StudioloH11Protocol.guard = guard
-    return StudioloH11Protocol
+    StudioloHttpProtocol.guard = guard
+    return StudioloHttpProtocol
