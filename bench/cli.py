@@ -89,9 +89,33 @@ def wall(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
     return time.perf_counter() - start, _children_cpu() - cpu
 
 
-def measure(runs: int, saved: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
-    """Median wall and median CPU seconds per command."""
+def child_env() -> dict[str, str]:
+    """The commands' environment: this one, with Python's bytecode cache allowed.
+
+    An installed package carries its bytecode (pip compiles it at install) and a checkout
+    writes it on first import, unless PYTHONDONTWRITEBYTECODE is set (some sandboxes set
+    it): then every call compiles Studiolo's sources again (~10% of a `task show`), which
+    is not what an agent's machine does. The warm-up run below writes the cache."""
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def bytecode_cached(env: dict[str, str]) -> bool | None:
+    """Whether the client module the `studiolo` script imports has its bytecode cached
+    (None for another build, `--cli`: this script cannot tell what that one imports)."""
+    if _CLI:
+        return None
+    probe = "import importlib.util, os, studiolo.client as c; "
+    probe += "print(os.path.exists(importlib.util.cache_from_source(c.__file__)))"
+    argv = [sys.executable, "-c", probe]
+    out = subprocess.run(argv, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True, check=True)
+    return out.stdout.strip() == "True"
+
+
+def measure(runs: int, saved: dict[str, Any]) -> tuple[dict[str, float], dict[str, float], bool | None]:
+    """Median wall and median CPU seconds per command, and whether bytecode was cached."""
+    env = child_env()
     env.update(
         STUDIOLO_URL=saved["url"],
         STUDIOLO_TOKEN=saved["principals"]["agent-a"]["token"],
@@ -111,7 +135,7 @@ def measure(runs: int, saved: dict[str, Any]) -> tuple[dict[str, float], dict[st
             times[name].append(wall(argv, env))
     med = {name: statistics.median(w for w, _ in ts) for name, ts in times.items()}
     cpu = {name: statistics.median(c for _, c in ts) for name, ts in times.items()}
-    return med, cpu
+    return med, cpu, bytecode_cached(env)
 
 
 def main() -> None:
@@ -121,7 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     _CLI[:] = shlex.split(args.cli) if args.cli else []
     with tempfile.TemporaryDirectory() as tmp, live_server(Path(tmp)) as saved:
-        med, cpu = measure(args.runs, saved)
+        med, cpu, cached = measure(args.runs, saved)
     print(f"medians of {args.runs}          wall        CPU (user + system)")
     for name, label in (
         ("bare", "python -c pass"),
@@ -135,6 +159,8 @@ def main() -> None:
         "cli_ratio": round(med["task_show"] / med["bare"], 2),
         "bare_start_s": round(med["bare"], 4),
         "cli_cpu_ratio": round(cpu["task_show"] / cpu["bare"], 2),  # less sensitive to load
+        "bytecode_cached": cached,
+        "loadavg": os.getloadavg()[0],
     }
     print(json.dumps(result))
 

@@ -43,16 +43,17 @@ from studiolo._exceptions import (
     StudioloError,
     Unauthenticated,
 )
-from studiolo.api import requests as q
 from studiolo.api import responses as s
-from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.enums import Action, PrincipalKind
 from studiolo.core.paths import normalize_path
 from studiolo.core.reasons import Reason
 
-if TYPE_CHECKING:  # signing is imported where a receipt is signed (a CLI call pays for it only then)
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+if TYPE_CHECKING:  # imported where used, so that a CLI call pays only for what it uses:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # signing
+
+    from studiolo.api import requests as q  # the request models: a read sends none
+    from studiolo.api.verification import CandidateTree, VerificationItem  # the verifier's side
 
 __all__ = [
     "Client",
@@ -195,6 +196,8 @@ class Client:
         return self._many(s.ProjectOut, "/v1/projects")
 
     def create_project(self, name: str) -> s.ProjectOut:
+        from studiolo.api import requests as q
+
         return self._one(s.ProjectOut, "POST", "/v1/projects", q.ProjectIn(name=name))
 
     def orientation(self, project: str | None = None) -> s.OrientationOut:
@@ -203,6 +206,8 @@ class Client:
     def add_principal(
         self, name: str, kind: PrincipalKind, public_key: str | None = None, *, project: str | None = None
     ) -> s.IssuedOut:
+        from studiolo.api import requests as q
+
         body = q.PrincipalIn(name=name, kind=kind, public_key=public_key)
         return self._one(s.IssuedOut, "POST", f"{self._p(project)}/principals", body)
 
@@ -217,6 +222,8 @@ class Client:
         return out.revoked
 
     def set_public_key(self, principal_id: str, public_key: str) -> s.PrincipalOut:
+        from studiolo.api import requests as q
+
         url = f"/v1/principals/{_seg(principal_id)}/public-key"
         return self._one(s.PrincipalOut, "PUT", url, q.PublicKeyIn(public_key=public_key))
 
@@ -228,6 +235,8 @@ class Client:
         *,
         project: str | None = None,
     ) -> s.GrantOut:
+        from studiolo.api import requests as q
+
         body = q.GrantIn(principal_id=principal_id, actions=list(actions), scope=list(scope))
         return self._one(s.GrantOut, "POST", f"{self._p(project)}/grants", body)
 
@@ -238,6 +247,8 @@ class Client:
         return self._one(s.GrantOut, "POST", f"/v1/grants/{_seg(grant_id)}/revoke")
 
     def publish_policy(self, text: str, *, project: str | None = None) -> s.PolicyOut:
+        from studiolo.api import requests as q
+
         return self._one(s.PolicyOut, "POST", f"{self._p(project)}/policies", q.PolicyIn(text=text))
 
     def policies(self, project: str | None = None) -> list[s.PolicyOut]:
@@ -253,6 +264,8 @@ class Client:
         *,
         project: str | None = None,
     ) -> s.CheckerOut:
+        from studiolo.api import requests as q
+
         body = q.CheckerIn(
             name=name, version=version, kind=kind, config=dict(config or {}), verifiers=list(verifiers)
         )
@@ -272,6 +285,8 @@ class Client:
         project: str | None = None,
     ) -> dict[str, Any]:
         """Define (or replace) an A2A intake template: the contract of delegated tasks."""
+        from studiolo.api import requests as q
+
         body = q.IntakeIn(
             description=description, criteria=dict(criteria), scope=list(scope), policy_version=policy_version
         )
@@ -299,6 +314,8 @@ class Client:
         allow_evidence_reuse: bool = False,
         project: str | None = None,
     ) -> s.TaskOut:
+        from studiolo.api import requests as q
+
         body = q.TaskIn(
             title=title,
             description=description,
@@ -322,6 +339,8 @@ class Client:
         return self._one(s.TaskViewOut, "GET", f"/v1/tasks/{_seg(task_id)}")
 
     def cancel(self, task_id: str, reason: str = "") -> s.TaskOut:
+        from studiolo.api import requests as q
+
         return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/cancel", q.CancelIn(reason=reason))
 
     def migrate(
@@ -332,6 +351,8 @@ class Client:
         scope: Iterable[str] | None = None,
         policy_version: int | None = None,
     ) -> s.TaskOut:
+        from studiolo.api import requests as q
+
         body = q.MigrateIn(
             criteria=dict(criteria) if criteria is not None else None,
             scope=list(scope) if scope is not None else None,
@@ -340,10 +361,14 @@ class Client:
         return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/migrate", body)
 
     def claim(self, task_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
+        from studiolo.api import requests as q
+
         url = f"/v1/tasks/{_seg(task_id)}/attempts"
         return self._one(s.AttemptOut, "POST", url, q.ClaimIn(lease_seconds=lease_seconds))
 
     def reassign(self, task_id: str, principal_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
+        from studiolo.api import requests as q
+
         body = q.ReassignIn(principal_id=principal_id, lease_seconds=lease_seconds)
         return self._one(s.AttemptOut, "POST", f"/v1/tasks/{_seg(task_id)}/reassign", body)
 
@@ -351,6 +376,8 @@ class Client:
         return self._one(s.AttemptOut, "GET", f"/v1/attempts/{_seg(attempt_id)}")
 
     def heartbeat(self, attempt_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
+        from studiolo.api import requests as q
+
         url = f"/v1/attempts/{_seg(attempt_id)}/heartbeat"
         return self._one(s.AttemptOut, "POST", url, q.LeaseIn(lease_seconds=lease_seconds))
 
@@ -365,6 +392,8 @@ class Client:
         obligations: Iterable[str] = (),
         notes: str = "",
     ) -> s.HandoffOut:
+        from studiolo.api import requests as q
+
         body = q.HandoffIn(artifacts=dict(artifacts or {}), obligations=list(obligations), notes=notes)
         return self._one(s.HandoffOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/handoff", body)
 
@@ -385,6 +414,8 @@ class Client:
 
     def collect_garbage(self, older_than_seconds: float = 3600.0) -> int:
         """Delete the blobs nothing references, staged over this long ago (service admins); how many."""
+        from studiolo.api import requests as q
+
         body = q.CollectGarbageIn(older_than_seconds=older_than_seconds)
         return self._one(s.CollectedOut, "POST", "/v1/blobs/collect", body).collected
 
@@ -410,6 +441,8 @@ class Client:
     def edit_artifact(
         self, path: str, digest: str | None, base_revision: int, *, project: str | None = None
     ) -> s.ArtifactOut:
+        from studiolo.api import requests as q
+
         url = f"{self._p(project)}/artifacts/{_path(path)}"
         return self._one(
             s.ArtifactOut, "PUT", url, q.ArtifactEditIn(digest=digest, base_revision=base_revision)
@@ -426,6 +459,8 @@ class Client:
         file_deps: Mapping[str, int] | None = None,
         collection_deps: Mapping[str, int] | None = None,
     ) -> s.CandidateOut:
+        from studiolo.api import requests as q
+
         body = q.CandidateIn(
             files=dict(files),
             bases=dict(bases),
@@ -450,6 +485,8 @@ class Client:
         *,
         project: str | None = None,
     ) -> s.ObservationOut:
+        from studiolo.api import requests as q
+
         body = q.ObservationIn(target=target, kind=kind, revision=revision, digest=digest)
         return self._one(s.ObservationOut, "POST", f"{self._p(project)}/observations", body)
 
@@ -458,6 +495,8 @@ class Client:
 
     # evidence ------------------------------------------------------------------
     def post_receipt(self, candidate_id: str, body: Mapping[str, Any], signature: str) -> s.ReceiptOut:
+        from studiolo.api import requests as q
+
         url = f"/v1/candidates/{_seg(candidate_id)}/receipts"
         return self._one(s.ReceiptOut, "POST", url, q.ReceiptIn(body=dict(body), signature=signature))
 
@@ -495,16 +534,22 @@ class Client:
         return self.post_receipt(candidate_id, body, sign(key, body))
 
     def reuse_receipt(self, candidate_id: str, receipt_id: str) -> s.ReceiptOut:
+        from studiolo.api import requests as q
+
         url = f"/v1/candidates/{_seg(candidate_id)}/receipts/reuse"
         return self._one(s.ReceiptOut, "POST", url, q.ReuseIn(receipt_id=receipt_id))
 
     def candidate_tree(self, candidate_id: str) -> CandidateTree:
+        from studiolo.api.verification import CandidateTree
+
         return self._one(CandidateTree, "GET", f"/v1/candidates/{_seg(candidate_id)}/tree")
 
     # delegation to remote A2A agents ---------------------------------------------
     def add_remote_org(
         self, name: str, keys: Mapping[str, str], *, target: str | None = None, project: str | None = None
     ) -> s.RemoteOrgOut:
+        from studiolo.api import requests as q
+
         body = q.RemoteOrgIn(name=name, keys=dict(keys), target=target)
         return self._one(s.RemoteOrgOut, "POST", f"{self._p(project)}/remote-orgs", body)
 
@@ -515,6 +560,8 @@ class Client:
         return self._one(s.RemoteOrgOut, "POST", f"{self._p(project)}/remote-orgs/{_seg(name)}/revoke")
 
     def delegate(self, task_id: str, org: str, agent_url: str, skill: str | None = None) -> s.DelegationOut:
+        from studiolo.api import requests as q
+
         body = q.DelegateIn(org=org, agent_url=agent_url, skill=skill)
         return self._one(s.DelegationOut, "POST", f"/v1/tasks/{_seg(task_id)}/delegations", body)
 
@@ -531,6 +578,8 @@ class Client:
     def review(
         self, delegation_id: str, decision: Literal["finalize", "reject"], note: str = ""
     ) -> s.DelegationOut:
+        from studiolo.api import requests as q
+
         body = q.ReviewIn(decision=decision, note=note)
         return self._one(s.DelegationOut, "POST", f"/v1/delegations/{_seg(delegation_id)}/review", body)
 
@@ -541,6 +590,8 @@ class Client:
         return self._one(s.ReceiptOut, "GET", f"/v1/receipts/{_seg(receipt_id)}")
 
     def verifications(self, *, project: str | None = None, limit: int = 50) -> list[VerificationItem]:
+        from studiolo.api.verification import VerificationItem
+
         params: dict[str, Any] = {"limit": limit}
         if project or self._project:
             params["project_id"] = project or self._project
@@ -558,6 +609,8 @@ class Client:
         candidate_id: str,
         evidence: Iterable[str],
     ) -> Completed:
+        from studiolo.api import requests as q
+
         body = q.CompleteIn(
             request_id=request_id,
             attempt_id=attempt_id,

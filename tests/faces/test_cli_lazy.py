@@ -41,6 +41,22 @@ def test_a_command_that_runs_builds_only_itself() -> None:
     assert registered("studiolo.faces.cli.work", only="ghost") == {}
 
 
+def test_a_group_builds_only_the_subcommand_that_runs() -> None:
+    def subcommands(sub: str | None) -> set[str]:
+        group = registered("studiolo.faces.cli.work", only="task", sub=sub)["task"]
+        assert isinstance(group, TyperGroup)
+        return set(group.commands)
+
+    assert subcommands("show") == {"show"}
+    everything = {"list", "show", "create", "cancel", "migrate", "reassign"}
+    assert subcommands(None) == subcommands("--help") == subcommands("shw") == everything
+    assert subcommands("show") == {"show"}  # the module's own group stayed whole
+    nested = registered("studiolo.faces.cli.a2a", only="a2a", sub="intake")["a2a"]
+    assert isinstance(nested, TyperGroup) and set(nested.commands) == {"intake"}
+    result = runner.invoke(app, ["task", "shw"])
+    assert result.exit_code == 2 and "show" in result.output
+
+
 def test_help_lists_every_command_with_its_line() -> None:
     result = runner.invoke(app, ["--help"], terminal_width=200)
     assert result.exit_code == 0, result.output
