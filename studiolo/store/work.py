@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -304,7 +305,7 @@ def _task(row: Sequence[Any]) -> Task:
         project_id=project_id,
         title=title,
         description=description,
-        contract=Contract.from_json(loads(contract)),
+        contract=_contract_of(contract),
         contract_hash=contract_hash,
         status=TaskStatus(status),
         current_attempt_id=current,
@@ -312,6 +313,13 @@ def _task(row: Sequence[Any]) -> Task:
         created_at=at,
         completed_at=done,
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _contract_of(text: str) -> Contract:
+    """A task's contract from its column, parsed once per text: every operation on a task
+    reads it, a Contract is immutable, and the text is all it depends on."""
+    return Contract.from_json(loads(text))
 
 
 def _attempt(row: Sequence[Any]) -> Attempt:
