@@ -45,6 +45,7 @@ def _config(coordinator: Coordinator, settings: Settings, host: str, port: int) 
         timeout_graceful_shutdown=2,
         timeout_keep_alive=max(1, round(settings.keep_alive_seconds)),
         http=guarded_protocol(ConnectionGuard.from_settings(settings)),
+        ws="none",  # no WebSocket routes: an upgrade must never hand a guarded socket elsewhere
         loop="auto",  # uvloop (a dependency where it builds): less CPU per request (docs/benchmarks.md)
     )
 
