@@ -52,4 +52,5 @@ class Coordinator(
     FeedOps,
     ViewOps,
 ):
-    """The coordinator: admin, work, content, evidence, completion and views in one door."""
+    """The one door: admin, work, content, evidence, completion, views, the event feed, the
+    dashboard's pages, A2A intake and delegation to remote agents (one mixin each)."""
