@@ -33,11 +33,12 @@ start only after a checkpoint copied every frame and synced the ledger file; SQL
 it only after such a checkpoint (the last connection closing). So when the fsync returns
 (or the file is gone), every frame of the group is on disk, in the WAL or the ledger file.
 A write that depends on the group commits after it, in the same WAL, so its own fsync covers
-the group as well: nothing acknowledged depends on something lost. Two differences from
-FULL, both documented where they matter: other transactions may *read* a durable group's
-writes during its fsync, before its callers are answered (a power failure in that window
-loses writes no caller was told about, as with FULL, but a reader saw them); and a failed
-fsync fails the group's durable callers with the error although the writes were applied.
+the group as well: nothing acknowledged depends on something lost. A reader could see a
+durable group's writes during its fsync; `read` therefore waits, before it answers, until
+every group this process had begun is durable (`GroupCommit.barrier`), so no reader is told
+what a power failure could take back — within one process; with `serve --workers N` a read
+may see another process's group during its fsync. A failed fsync fails the group's durable
+callers with the error although the writes were applied.
 Kill -9 of the process loses nothing either way: written frames are in the kernel's cache.
 
 The ledger holds the service signing key, so a new SQLite file is created
@@ -337,13 +338,23 @@ class Store:
                 self._projects[key] = found
         return found
 
-    def read(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` on one consistent snapshot (no writes)."""
+    def read(self, fn: Callable[[Tx], T], settled: bool = True) -> T:
+        """Run `fn` on one consistent snapshot (no writes).
+
+        SQLite: the answer waits until what this process committed before it is durable (a
+        durable group's fsync runs after its COMMIT: see the module docstring), so a reader
+        is never told what a power failure could take back. `settled=False` skips the wait,
+        for a read whose answer no one is shown (authentication: acting on a revocation
+        that is lost later is the safe direction, and a grant it relied on is older than
+        anything the request writes)."""
 
         def once() -> T:
             try:
                 with self._transaction(write=False) as tx:
-                    return fn(tx)
+                    found = fn(tx)
+                if settled and self.is_sqlite and not getattr(self._writing, "active", False):
+                    self._group.barrier()
+                return found
             except DBAPIError as exc:
                 if exc.connection_invalidated:  # a read has no effects: always safe to rerun
                     raise _Reconnect(str(exc)) from exc

@@ -17,6 +17,12 @@ durable write of the group fails with its error (applied, but not known to be du
 Volatile writes (`volatile(fn)`: safe to lose in a crash) are answered as soon as their
 group committed.
 
+Readers do not answer from what is not yet durable either: `barrier()` waits until every
+group this process had taken when it was called is durable (or failed). A group counts from
+before its COMMIT, so a read that could have seen a group's writes and then calls `barrier()`
+waits for that group's fsync (`Store.read` does). This holds within one process; with
+`serve --workers N`, a read may see another process's group during its fsync.
+
 Waiting is blocking (a lock, the cross-process writer lock, an event): nobody polls.
 """
 
@@ -94,6 +100,7 @@ class GroupCommit:
         self._max = max_group
         self._mutex = threading.Lock()
         self._pending: list[Job[Any]] = []
+        self._unsettled: set[_Group] = set()  # taken, not yet durable (or failed)
         self.groups = 0  # groups committed (for metrics and tests)
         self.grouped = 0  # writes that shared their group with another
 
@@ -120,6 +127,8 @@ class GroupCommit:
             batch, self._pending = self._pending[: self._max], self._pending[self._max :]
             for job in batch:
                 job.group = group
+            if batch:
+                self._unsettled.add(group)
         if not batch:
             return None
         try:
@@ -128,7 +137,7 @@ class GroupCommit:
             for job in batch:
                 job.result, job.error = None, exc
             group.committed.set()
-            group.durable.set()
+            self._durable(group)
             if not isinstance(exc, Exception):
                 raise
             return None
@@ -136,12 +145,23 @@ class GroupCommit:
         self.grouped += len(batch) if len(batch) > 1 else 0
         group.committed.set()
         if settle is None:
-            group.durable.set()
+            self._durable(group)
             return None
         return batch, group, settle
 
-    @staticmethod
-    def _settle(batch: list[Job[Any]], group: _Group, settle: Settle) -> None:
+    def barrier(self) -> None:
+        """Wait until every group taken so far is durable (or failed)."""
+        with self._mutex:
+            waiting = list(self._unsettled)
+        for group in waiting:
+            group.durable.wait()
+
+    def _durable(self, group: _Group) -> None:
+        with self._mutex:
+            self._unsettled.discard(group)
+        group.durable.set()
+
+    def _settle(self, batch: list[Job[Any]], group: _Group, settle: Settle) -> None:
         try:
             settle()
         except BaseException as exc:  # applied, but not known to be durable: say so
@@ -151,4 +171,4 @@ class GroupCommit:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            group.durable.set()
+            self._durable(group)

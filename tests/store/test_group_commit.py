@@ -153,10 +153,15 @@ def test_the_fsync_runs_outside_the_locks_and_before_the_durable_answer(tmp_path
     light.join(30)
     assert not light.is_alive() and answered == [1]  # the heartbeat did not wait for the fsync
     assert durable.is_alive()  # ... and the durable caller has not been answered yet
-    assert store.read(lambda tx: tx.meta.get("durable")) == "1"  # committed, being synced
+    seen: list[object] = []  # a reader is not told what is not yet on disk either
+    reader = threading.Thread(target=lambda: seen.append(store.read(lambda tx: tx.meta.get("durable"))))
+    reader.start()
+    reader.join(0.5)
+    assert reader.is_alive() and seen == []
     fsync.release.set()
     durable.join(30)
-    assert answered == [1, 1]
+    reader.join(30)
+    assert answered == [1, 1] and seen == ["1"]
     assert fsync.synced == [(tmp_path / "ledger.db-wal").stat().st_ino]  # the WAL, once
     store.dispose()
 
