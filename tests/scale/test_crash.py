@@ -21,6 +21,7 @@ from tests.scale.cluster import Cluster, ready_completions, seed_project
 
 BURSTS = 4
 PER_BURST = 10
+_STRIKE_BY = 0.06  # seconds into a burst of requests sent 10 ms apart
 
 
 class _Burst:
@@ -35,11 +36,17 @@ class _Burst:
 
     def run(self, rng: random.Random, kill: Any) -> Counter[str]:
         threads = [threading.Thread(target=self._send, args=(i,)) for i in range(len(self.items))]
+        started = time.monotonic()
         for t in threads:
             t.start()
+        # Strike after a few answers, but always before the last request is sent (at ~90 ms):
+        # a group commit may answer everything in flight at once, and a slow server answers
+        # late, so waiting for answers alone could let the kill land after the burst.
         for _ in range(rng.randrange(0, len(self.items) // 2)):
-            self.answered.acquire(timeout=30)
-        time.sleep(rng.uniform(0.0, 0.03))
+            left = started + _STRIKE_BY - time.monotonic()
+            if left <= 0 or not self.answered.acquire(timeout=left):
+                break
+        time.sleep(rng.uniform(0.0, 0.02))
         kill()
         for t in threads:
             t.join()
