@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -66,3 +67,25 @@ class OnFreshPostgres:
     def teardown(self) -> None:
         super().teardown()  # type: ignore[misc]
         self._database.__exit__(None, None, None)
+
+
+def write_from_threads(stores: list[Any], write: Callable[[Any], None], times: int, gate: Any = None) -> int:
+    """Two threads per store each run `store.write(write, gate)` `times` times, all at once; raise
+    the first error any of them met; return how many threads ran."""
+    errors: list[BaseException] = []
+
+    def work(st: Any) -> None:
+        try:
+            for _ in range(times):
+                st.write(write, gate)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(st,)) for st in stores for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return len(threads)

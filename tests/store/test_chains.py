@@ -17,6 +17,7 @@ from studiolo.store import Store, Tx, migrations
 from studiolo.store import schema as s
 from studiolo.store.audit import GENESIS, event_body, event_hash, verify_log
 from studiolo.store.gate import Gate
+from tests.store.pgdb import write_from_threads
 from tests.world import World, add_project, build_world
 
 
@@ -248,27 +249,14 @@ def test_without_gates_concurrent_appenders_of_one_chain_retry_and_never_fork(pg
     loser's (pipelined) transaction fails, is rolled back and retried with a new seq."""
     stores = [Store(pg_url, writer_gate=False, max_retries=200) for _ in range(3)]
     stores[0].upgrade()
-    errors: list[BaseException] = []
 
     def append(tx: Tx) -> None:
         tx.audit.append("prj_aaaaaaaa", "x.note", None, None, {}, tx.now)
 
-    def work(st: Store) -> None:
-        try:
-            for _ in range(10):
-                st.write(append, Gate.project("prj_aaaaaaaa"))
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(st,)) for st in stores for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    threads = write_from_threads(stores, append, 10, Gate.project("prj_aaaaaaaa"))
     assert sum(st.retries for st in stores) > 0
     seqs = [e["seq"] for e in _events(stores[0])]
-    assert len(seqs) == len(threads) * 10
+    assert len(seqs) == threads * 10
     check = stores[0].read(lambda tx: verify_log(tx.audit.iter_all(), 0, tx.audit.heads()))
     assert check.problem == ""
     for st in stores:

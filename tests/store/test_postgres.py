@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import psycopg
@@ -11,6 +10,7 @@ from sqlalchemy.engine import make_url
 
 from studiolo.store import Store, Tx
 from studiolo.store.engine import WRITER_GATE
+from tests.store.pgdb import write_from_threads
 
 pytestmark = pytest.mark.postgres
 
@@ -41,22 +41,8 @@ def test_without_the_gate_serializable_retries_keep_every_update(pg_url: str) ->
     """The gate is an optimization: SERIALIZABLE alone still loses nothing (it retries)."""
     stores = [Store(pg_url, writer_gate=False, max_retries=200) for _ in range(4)]
     stores[0].upgrade()
-    errors: list[BaseException] = []
-
-    def work(st: Store) -> None:
-        try:
-            for _ in range(15):
-                st.write(_increment)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(st,)) for st in stores for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    assert stores[0].read(lambda tx: tx.meta.get("n")) == str(len(threads) * 15)
+    threads = write_from_threads(stores, _increment, 15)
+    assert stores[0].read(lambda tx: tx.meta.get("n")) == str(threads * 15)
     assert sum(st.retries for st in stores) > 0  # serialization failures happened and were retried
     for st in stores:
         st.dispose()
