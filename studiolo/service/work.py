@@ -4,10 +4,10 @@ handoff an attempt leaves for its successor."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from studiolo._exceptions import Conflict, InvalidRequest, NotFound
+from studiolo._exceptions import Conflict, InvalidRequest, NotFound, StudioloError
 from studiolo.core.model import (
     Action,
     Attempt,
@@ -24,10 +24,13 @@ from studiolo.service._door import Door
 from studiolo.service._ids import check_id
 from studiolo.service.admin import _scope
 from studiolo.store import Tx, volatile
+from studiolo.store.gate import Gate
 
 _MIN_LEASE_SECONDS = 1.0  # shorter leases expire before a heartbeat can renew them
 
-__all__ = ["WorkOps"]
+__all__ = ["Beat", "WorkOps"]
+
+Beat = tuple[Principal, str, float | None]  # a heartbeat: caller, attempt id, lease seconds (None: default)
 
 
 class WorkOps(Door):
@@ -224,20 +227,58 @@ class WorkOps(Door):
         """Extend a live lease: a conditional update of the attempt, not an audit event (the
         completion's event records the deadline it relied on). On SQLite it commits without
         its own fsync: a lost extension only shortens a lease (docs/operations.md)."""
-        lease = self._lease(lease_seconds)
+        (outcome,) = self.heartbeats([(caller, attempt_id, lease_seconds)])
+        if isinstance(outcome, StudioloError):
+            raise outcome
+        return outcome
 
-        def run(tx: Tx) -> Attempt:
-            attempt, task = self._own_attempt(tx, caller, attempt_id)
-            if not task.active:
-                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
-            if not self._live(tx, attempt) or task.current_attempt_id != attempt.id:
-                raise Conflict("the attempt is no longer live", reason="attempt_not_active")
-            deadline = tx.now + lease
-            if not tx.work.extend_lease(attempt, tx.now, deadline):
-                raise Conflict("the attempt is no longer live", reason="attempt_not_active")
-            return replace(attempt, lease_deadline=deadline)
+    def heartbeats(self, beats: Sequence[Beat]) -> list[Attempt | StudioloError]:
+        """Many heartbeats (a server's queued ones), each checked and answered as `heartbeat`
+        alone would be, written together: one transaction per writer gate (one on SQLite).
+        A heartbeat refused writes nothing, so it fails alone; an error of the store fails all."""
+        outcomes: list[Attempt | StudioloError | None] = [None] * len(beats)
+        leases: dict[Gate, dict[int, float]] = {}
+        for i, (_, attempt_id, seconds) in enumerate(beats):
+            try:
+                lease = self._lease(seconds)
+                check_id(attempt_id, "attempt id")
+                # SQLite has one writer whatever the gate: every heartbeat in one transaction
+                gate = Gate.whole_ledger() if self.store.is_sqlite else self.gate_of("attempt", attempt_id)
+            except StudioloError as exc:
+                outcomes[i] = exc
+                continue
+            leases.setdefault(gate, {})[i] = lease
 
-        return self.store.write(volatile(run), self.gate_of("attempt", attempt_id))
+        for gate, group in leases.items():
+
+            def run(tx: Tx, group: dict[int, float] = group) -> None:
+                found = tx.work.leases([beats[i][1] for i in group])
+                for i, lease in group.items():
+                    caller, attempt_id, _ = beats[i]
+                    try:
+                        outcomes[i] = self._extend(tx, caller, attempt_id, found.get(attempt_id), lease)
+                    except StudioloError as exc:
+                        outcomes[i] = exc
+
+            self.store.write(volatile(run), gate)
+        return [o for o in outcomes if o is not None]
+
+    def _extend(
+        self, tx: Tx, caller: Principal, attempt_id: str, found: tuple[Attempt, Task] | None, lease: float
+    ) -> Attempt:
+        if found is None or not self.may_read_task(tx, caller, found[1]):
+            raise NotFound(f"attempt {attempt_id} not found")
+        attempt, task = found
+        if attempt.principal_id != caller.id:
+            raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
+        if not task.active:
+            raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+        if not self._live(tx, attempt) or task.current_attempt_id != attempt.id:
+            raise Conflict("the attempt is no longer live", reason="attempt_not_active")
+        deadline = tx.now + lease
+        if not tx.work.extend_lease(attempt, tx.now, deadline):
+            raise Conflict("the attempt is no longer live", reason="attempt_not_active")
+        return replace(attempt, lease_deadline=deadline)
 
     def release(self, caller: Principal, attempt_id: str) -> Attempt:
         """Give up the caller's current attempt: the task is open again (audited)."""

@@ -21,7 +21,7 @@ from studiolo.core.model import (
 )
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw, columns
+from studiolo.store._raw import Raw, columns, in_list, in_params
 from studiolo.store.content import candidate_of
 
 __all__ = ["Subjects", "WorkRepo"]
@@ -32,17 +32,6 @@ _ATTEMPT = select(s.attempts).where(s.attempts.c.id == bindparam("id"))
 # An UPDATE whose SET clause comes from the parameter names (all but `_id`).
 _UPDATE_TASK = update(s.tasks).where(s.tasks.c.id == bindparam("_id"))
 _UPDATE_ATTEMPT = update(s.attempts).where(s.attempts.c.id == bindparam("_id"))
-_EXTEND_LEASE = (
-    update(s.attempts)
-    .where(
-        s.attempts.c.id == bindparam("_id"),
-        s.attempts.c.principal_id == bindparam("_owner"),
-        s.attempts.c.status == AttemptStatus.ACTIVE.value,
-        s.attempts.c.incarnation == bindparam("_incarnation"),
-        s.attempts.c.lease_deadline > bindparam("_now"),
-    )
-    .values(lease_deadline=bindparam("_deadline"))
-)
 _INSERT_COMPLETION = insert(s.completions)
 _COMPLETION_BY_REQUEST = select(s.completions).where(
     s.completions.c.project_id == bindparam("p"), s.completions.c.request_id == bindparam("r")
@@ -65,6 +54,16 @@ _INSERT_COMPLETION_SQL = (
     "INSERT INTO completions (id, project_id, task_id, attempt_id, candidate_id, request_id,"
     " request_digest, principal_id, commit_version, receipt, signature, created_at) VALUES"
     " (:id, :p, :task, :attempt, :cand, :req, :digest, :who, :version, :body, :sig, :at)"
+)
+# Heartbeats (prepared SQL): the attempts and their tasks in one read, and the conditional
+# move of a lease (only a live attempt of its owner and of this incarnation moves).
+_LEASES = f"""
+SELECT {columns(s.attempts, "a")}, {columns(s.tasks, "t")}
+  FROM attempts a JOIN tasks t ON t.id = a.task_id
+ WHERE a.id IN """
+_EXTEND_LEASE = (
+    "UPDATE attempts SET lease_deadline = :deadline WHERE id = :id AND principal_id = :owner"
+    f" AND status = '{AttemptStatus.ACTIVE.value}' AND incarnation = :incarnation AND lease_deadline > :now"
 )
 _FINISH_ATTEMPT = "UPDATE attempts SET status = :s WHERE id = :id"
 _FINISH_TASK = "UPDATE tasks SET status = :s, completed_at = :at WHERE id = :id"
@@ -204,20 +203,26 @@ class WorkRepo:
             values["status"] = values["status"].value
         self._c.execute(_UPDATE_ATTEMPT, {"_id": attempt_id, **values})
 
+    def leases(self, attempt_ids: Sequence[str]) -> dict[str, tuple[Attempt, Task]]:
+        """The named attempts that exist, each with its task: one read (heartbeats)."""
+        ids = sorted(set(attempt_ids))
+        if not ids:
+            return {}
+        rows = self._raw.all(_LEASES + in_list("i", len(ids)), in_params("i", ids))
+        width = len(s.attempts.c)
+        return {row[0]: (_attempt(row[:width]), _task(row[width:])) for row in rows}
+
     def extend_lease(self, a: Attempt, now: float, deadline: float) -> bool:
         """Move a live attempt's lease deadline; False (nothing written) unless the attempt is
         still active, its owner's, of this incarnation and unexpired at `now`."""
-        done = self._c.execute(
-            _EXTEND_LEASE,
-            {
-                "_id": a.id,
-                "_owner": a.principal_id,
-                "_incarnation": a.incarnation,
-                "_now": now,
-                "_deadline": deadline,
-            },
-        )
-        return int(done.rowcount) == 1
+        params = {
+            "id": a.id,
+            "owner": a.principal_id,
+            "incarnation": a.incarnation,
+            "now": now,
+            "deadline": deadline,
+        }
+        return self._raw.run(_EXTEND_LEASE, params) == 1
 
     # completions
     def add_completion(self, project_id: str, c: Completion) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -42,13 +44,13 @@ def test_the_fast_lane_answers_as_the_route(world: World, monkeypatch: pytest.Mo
     other = world.coord.claim(world.agent2, world.new_task("other").id, 60)
     fast, plain = _apps(world)
     laned: list[str] = []
-    original = hot.HotRoutes._heartbeat
+    original = hot.LeaseLane.beat
 
-    def counted(self: hot.HotRoutes, *args: Any) -> Any:
+    async def counted(self: hot.LeaseLane, *args: Any) -> Any:
         laned.append(args[2])
-        return original(self, *args)
+        return await original(self, *args)
 
-    monkeypatch.setattr(hot.HotRoutes, "_heartbeat", counted)
+    monkeypatch.setattr(hot.LeaseLane, "beat", counted)
     js = {"Content-Type": "application/json"}
     agent = {"Authorization": f"Bearer {tokens['agent']}", **js}
     cases: list[tuple[str, dict[str, str], bytes | None]] = [
@@ -87,3 +89,54 @@ def test_the_fast_lane_answers_as_the_route(world: World, monkeypatch: pytest.Mo
     for app in (fast, plain):
         gone = _call(app, f"/v1/attempts/{att.id}/heartbeat", agent, b"{}")
         assert gone.status_code == 409 and gone.json()["reason"] == "attempt_not_active"
+
+
+def test_the_lane_writes_queued_heartbeats_together(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While one batch is being written, the heartbeats that arrive wait and go in the next
+    one, together; each gets its own answer, a refused one included."""
+    attempts = [world.coord.claim(world.agent, world.new_task(f"t{i}").id, 60) for i in range(5)]
+    lane = hot.LeaseLane(world.coord)
+    entered, release = threading.Event(), threading.Event()
+    sizes: list[int] = []
+    original = world.coord.heartbeats
+
+    def held(beats: Any) -> Any:
+        sizes.append(len(beats))
+        entered.set()
+        release.wait(10)
+        return original(beats)
+
+    monkeypatch.setattr(world.coord, "heartbeats", held)
+
+    async def go() -> list[Any]:
+        first = asyncio.ensure_future(lane.beat(world.agent, "-", attempts[0].id, 60))
+        while not entered.is_set():
+            await asyncio.sleep(0.001)
+        rest = [asyncio.ensure_future(lane.beat(world.agent, "-", a.id, 60)) for a in attempts[1:]]
+        refused = asyncio.ensure_future(lane.beat(world.agent2, "-", attempts[0].id, 60))
+        await asyncio.sleep(0.05)
+        release.set()
+        return await asyncio.gather(first, *rest, refused)
+
+    answers = asyncio.run(go())
+    assert sizes == [1, 5]
+    assert [json.loads(r.body)["id"] for r in answers[:5]] == [a.id for a in attempts]
+    assert all(r.status_code == 200 for r in answers[:5])
+    assert answers[5].status_code == 409
+    assert json.loads(answers[5].body)["reason"] == "caller_not_attempt_owner"
+
+
+def test_the_lane_thread_ends_when_idle_and_comes_back(world: World) -> None:
+    att = world.coord.claim(world.agent, world.new_task().id, 60)
+    lane = hot.LeaseLane(world.coord, idle=0.05)
+    tokens = issue_tokens(world)
+    for _ in range(2):
+        # no principal known: the lane authenticates the token itself
+        answer = asyncio.run(lane.beat(None, tokens["agent"], att.id, None))
+        assert answer.status_code == 200 and json.loads(answer.body)["id"] == att.id
+        deadline = time.monotonic() + 10
+        while lane.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not lane.running
+    bad = asyncio.run(lane.beat(None, "stl_nope", att.id, None))
+    assert bad.status_code == 401 and bad.headers["www-authenticate"] == "Bearer"
