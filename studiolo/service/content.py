@@ -211,10 +211,10 @@ class ContentOps(Door):
         dep_digest = digest_json({"bases": bases, "files": file_deps, "collections": dir_deps})
 
         def run(tx: Tx) -> Candidate:
-            attempt = tx.work.attempt(check_id(attempt_id, "attempt id"))
-            task = tx.work.task(attempt.task_id) if attempt else None
-            if attempt is None or task is None or not self.may_read_task(tx, caller, task):
+            found = tx.work.attempt_and_task(check_id(attempt_id, "attempt id"))
+            if found is None or not self.may_read_task(tx, caller, found[1]):
                 raise NotFound(f"attempt {attempt_id} not found")
+            attempt, task = found
             if attempt.principal_id != caller.id:
                 raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
             if attempt.status is not AttemptStatus.ACTIVE or task.current_attempt_id != attempt.id:
@@ -261,9 +261,8 @@ class ContentOps(Door):
     @staticmethod
     def _require_blobs(tx: Tx, caller: Principal, project_id: str, digests: list[str]) -> None:
         """The bytes exist and this project may use them (uploaded here; admins upload anywhere)."""
-        missing = set(tx.content.missing_blobs(digests))
-        if not caller.is_service_admin:
-            missing |= set(tx.content.unreadable_blobs(project_id, digests))
+        absent, unreadable = tx.content.blob_gaps(None if caller.is_service_admin else project_id, digests)
+        missing = set(absent) | set(unreadable)
         if missing:
             raise InvalidRequest(f"blobs not uploaded: {sorted(missing)[:5]}", reason="blob_missing")
 

@@ -301,8 +301,7 @@ class EvidenceOps(Door):
         return self.store.read(run)
 
     def _candidate_for(self, tx: Tx, caller: Principal, candidate_id: str) -> tuple[Candidate, Task]:
-        found = tx.content.candidate(check_id(candidate_id, "candidate id"))
-        task = tx.work.task(found[1].task_id) if found else None
-        if found is None or task is None or not self.may_read_task(tx, caller, task):
+        found = tx.work.candidate_and_task(check_id(candidate_id, "candidate id"))
+        if found is None or not self.may_read_task(tx, caller, found[1]):
             raise NotFound(f"candidate {candidate_id} not found")
-        return found[1], task
+        return found

@@ -145,7 +145,7 @@ class ViewOps(Door):
         """The task's view; `rejections=False` skips reading its refused completions (a list row)."""
         attempts = tuple(tx.work.attempts(task.id))
         candidates = tuple(tx.content.candidates_of_task(task.id))
-        receipts = tuple(r for c in candidates for r in tx.evidence.receipts_of_candidate(c.id))
+        receipts = tuple(tx.evidence.receipts_of_task(task.id)) if candidates else ()
         completion = tx.work.completion_of_task(task.id)
         current = [c for c in candidates if c.attempt_id == task.current_attempt_id]
         live = any(

@@ -35,6 +35,10 @@ _LIVE_GRANTS_OF = (
     f"SELECT {columns(s.grants, 'g')} FROM grants g"
     " WHERE g.principal_id = :who AND g.project_id = :p AND g.revoked_at IS NULL ORDER BY g.created_at"
 )
+_CHECKER = (
+    f"SELECT {columns(s.checkers, 'c')} FROM checkers c"
+    " WHERE c.project_id = :p AND c.name = :n AND c.version = :v"
+)
 _CHECKERS = (
     f"SELECT {columns(s.checkers, 'c')} FROM checkers c WHERE c.project_id = :p ORDER BY c.name, c.version"
 )
@@ -44,6 +48,9 @@ class AccessRepo:
     def __init__(self, conn: Connection) -> None:
         self._c = conn
         self._raw = Raw(conn)
+        # (principal, project) → live grants, as this transaction read them: an operation
+        # checks authority more than once (read the task, then claim it). Grant writes clear it.
+        self._live: dict[tuple[str, str], tuple[Grant, ...]] = {}
 
     # projects
     def add_project(self, project: Project) -> None:
@@ -128,6 +135,7 @@ class AccessRepo:
 
     # grants
     def add_grant(self, g: Grant) -> None:
+        self._live.clear()
         self._c.execute(
             insert(s.grants).values(
                 id=g.id,
@@ -145,15 +153,22 @@ class AccessRepo:
 
     def grants_of(self, principal_id: str, project_id: str, live_only: bool = True) -> list[Grant]:
         params = {"who": principal_id, "p": project_id}
-        if live_only:
-            return [_grant_of_row(tuple(r)) for r in self._raw.all(_LIVE_GRANTS_OF, params)]
-        return [_grant(r) for r in self._c.execute(_GRANTS_OF, params)]
+        if not live_only:
+            return [_grant(r) for r in self._c.execute(_GRANTS_OF, params)]
+        key = (principal_id, project_id)
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = tuple(
+                _grant_of_row(tuple(r)) for r in self._raw.all(_LIVE_GRANTS_OF, params)
+            )
+        return list(live)
 
     def grants(self, project_id: str) -> list[Grant]:
         q = select(s.grants).where(s.grants.c.project_id == project_id)
         return [_grant(r) for r in self._c.execute(q.order_by(s.grants.c.created_at))]
 
     def revoke_grant(self, grant_id: str, at: float) -> None:
+        self._live.clear()
         self._c.execute(update(s.grants).where(s.grants.c.id == grant_id).values(revoked_at=at))
         self._bump_auth_generation()
 
@@ -201,7 +216,7 @@ class AccessRepo:
             )
 
     def checker(self, project_id: str, name: str, version: str) -> Checker | None:
-        row = self._c.execute(select(s.checkers).where(*_checker_key(project_id, name, version))).first()
+        row = self._raw.one(_CHECKER, {"p": project_id, "n": name, "v": version})
         return _checker(row) if row else None
 
     def checkers(self, project_id: str, refs: Iterable[str] | None = None) -> list[Checker]:

@@ -45,6 +45,12 @@ _LATEST_AT = "SELECT max(at) FROM chains"
 _META_GET_MANY = 'SELECT "key", value FROM meta WHERE "key" IN '
 _META_SET = 'UPDATE meta SET value = :v WHERE "key" = :k'
 _META_ADD = 'INSERT INTO meta ("key", value) VALUES (:k, :v)'
+_EVENT_COLUMNS = "seq, project_id, kind, actor, subject, data, at, prev_hash, hash"
+# A subject's events in a project: read through ix_events_subject (see `events`).
+_EVENTS_OF_SUBJECT = (
+    f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > :after AND subject = :subject"
+    " AND (project_id || '') = :p ORDER BY seq LIMIT :n"
+)
 GENESIS = "sha256:" + "0" * 64
 
 
@@ -194,6 +200,9 @@ class AuditRepo:
         limit: int = 1000,
         subject: str | None = None,
     ) -> list[Event]:
+        if subject is not None and project_id is not None:
+            params = {"after": after, "subject": subject, "p": project_id, "n": limit}
+            return [_event_of(r) for r in self._raw.all(_EVENTS_OF_SUBJECT, params)]
         q = select(s.events).where(s.events.c.seq > after)
         if subject is not None:
             # A subject has few events: read them through ix_events_subject. Without table
@@ -347,6 +356,12 @@ def _event(row: Row[Any]) -> Event:
         prev_hash=row.prev_hash,
         hash=row.hash,
     )
+
+
+def _event_of(row: Sequence[Any]) -> Event:
+    """`_event` from the columns of `_EVENT_COLUMNS`, in that order (a driver tuple)."""
+    seq, project_id, kind, actor, subject, data, at, prev_hash, digest = row
+    return Event(int(seq), project_id, kind, actor, subject, loads(data), at, prev_hash, digest)
 
 
 def _head(row: Sequence[Any] | None) -> Head:

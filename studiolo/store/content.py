@@ -7,13 +7,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, delete, exists, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
 
 from studiolo.core.model import Artifact, Candidate, Observation
 from studiolo.core.paths import ancestors
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw, in_list, in_params
+from studiolo.store._raw import Raw, columns, in_list, in_params
 
 __all__ = ["ContentRepo", "candidate_of"]
 
@@ -43,7 +43,24 @@ _COLLECTIONS = select(s.collections.c.prefix, s.collections.c.revision).where(
 _BLOB_REFS = select(s.blob_refs.c.digest).where(
     s.blob_refs.c.project_id == bindparam("p"), s.blob_refs.c.digest.in_(bindparam("ds", expanding=True))
 )
-_CANDIDATE = select(s.candidates).where(s.candidates.c.id == bindparam("id"))
+
+# The cycle's blob and candidate statements (prepared SQL, see `_raw`).
+_PUT_BLOB = (
+    "INSERT INTO blobs (digest, size, data, created_at) VALUES (:d, :n, :data, :at)"
+    " ON CONFLICT (digest) DO UPDATE SET created_at = excluded.created_at"
+)
+_BLOBS_HELD = "SELECT 0, digest FROM blobs WHERE digest IN "
+_BLOB_REFS_HELD = "SELECT 1, digest FROM blob_refs WHERE project_id = :p AND digest IN "
+_INSERT_CANDIDATE = (
+    "INSERT INTO candidates (id, project_id, task_id, attempt_id, manifest, digest, dependency_digest,"
+    " created_at) VALUES (:id, :p, :task, :attempt, :manifest, :d, :dd, :at)"
+)
+_CANDIDATE_SQL = f"SELECT {columns(s.candidates, 'c')} FROM candidates c WHERE c.id = :id"
+_CANDIDATES_OF = (
+    f"SELECT {columns(s.candidates, 'c')} FROM candidates c WHERE c.%s = :k ORDER BY c.created_at, c.id"
+)
+_CANDIDATES_OF_TASK = _CANDIDATES_OF % "task_id"
+_CANDIDATES_OF_ATTEMPT = _CANDIDATES_OF % "attempt_id"
 
 # The completion's statements (prepared SQL, see `_raw`): each handles every path at once.
 _DECLARED_FILES = "SELECT 0, path, revision FROM artifacts WHERE project_id = :p AND path IN "
@@ -64,6 +81,12 @@ def _upsert_artifacts(n: int) -> str:
         + " ON CONFLICT (project_id, path) DO UPDATE SET revision = artifacts.revision + 1,"
         " digest = excluded.digest, updated_at = excluded.updated_at RETURNING path, revision"
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _add_blob_refs(n: int) -> str:
+    values = _values(n, ("d",))
+    return "INSERT INTO blob_refs (project_id, digest) VALUES " + values + " ON CONFLICT DO NOTHING"
 
 
 @functools.lru_cache(maxsize=64)
@@ -95,32 +118,42 @@ class ContentRepo:
         self._raw = Raw(conn)
 
     # blobs
-    def put_blob(self, digest: str, data: bytes, at: float) -> bool:
-        """Store bytes under their digest; False when they were already there (then they count as
-        staged now: garbage collection spares young blobs, and these are about to be used)."""
-        if self.has_blob(digest):
-            self._c.execute(update(s.blobs).where(s.blobs.c.digest == digest).values(created_at=at))
-            return False
-        self._c.execute(insert(s.blobs).values(digest=digest, size=len(data), data=data, created_at=at))
-        return True
+    def put_blob(self, digest: str, data: bytes, at: float) -> None:
+        """Store bytes under their digest; if they were already there, they count as staged
+        now (garbage collection spares young blobs, and these are about to be used)."""
+        self._raw.run(_PUT_BLOB, {"d": digest, "n": len(data), "data": data, "at": at})
 
     def add_blob_ref(self, project_id: str, digests: Iterable[str]) -> None:
         """Let `project_id` read these blobs (it uploaded or published them)."""
         wanted = sorted(set(digests))
-        if not wanted:
-            return
-        have = {r.digest for r in self._c.execute(_BLOB_REFS, {"p": project_id, "ds": wanted})}
-        new = [{"project_id": project_id, "digest": d} for d in wanted if d not in have]
-        if new:
-            self._c.execute(insert(s.blob_refs), new)
+        for i in range(0, len(wanted), _CHUNK):
+            part = wanted[i : i + _CHUNK]
+            self._raw.run(_add_blob_refs(len(part)), {"p": project_id} | _rows(len(part), d=part))
 
     def unreadable_blobs(self, project_id: str, digests: Iterable[str]) -> list[str]:
         """The digests that `project_id` may not read (never uploaded or published there)."""
+        return self.blob_gaps(project_id, digests)[1]
+
+    def missing_blobs(self, digests: Iterable[str]) -> list[str]:
+        """The digests of which no bytes are stored."""
+        return self.blob_gaps(None, digests)[0]
+
+    def blob_gaps(self, project_id: str | None, digests: Iterable[str]) -> tuple[list[str], list[str]]:
+        """(the digests with no bytes stored, those `project_id` may not read), sorted: one read
+        per chunk of digests (the second list is empty when `project_id` is None)."""
         wanted = sorted(set(digests))
-        if not wanted:
-            return []
-        have = {r.digest for r in self._c.execute(_BLOB_REFS, {"p": project_id, "ds": wanted})}
-        return [d for d in wanted if d not in have]
+        held: tuple[set[str], set[str]] = (set(), set())
+        for i in range(0, len(wanted), _CHUNK):
+            part = wanted[i : i + _CHUNK]
+            parts = [_BLOBS_HELD + in_list("b", len(part))]
+            if project_id is not None:
+                parts.append(_BLOB_REFS_HELD + in_list("b", len(part)))
+            params: dict[str, Any] = {"p": project_id} | in_params("b", part)
+            for kind, digest in self._raw.all(" UNION ALL ".join(parts), params):
+                held[int(kind)].add(str(digest))
+        missing = [d for d in wanted if d not in held[0]]
+        unreadable = [d for d in wanted if d not in held[1]] if project_id is not None else []
+        return missing, unreadable
 
     def paths_of_blob(self, project_id: str, digest: str) -> set[str]:
         """Every path of the project that holds or held these bytes, or that a candidate writes."""
@@ -141,15 +174,7 @@ class ContentRepo:
         return paths
 
     def has_blob(self, digest: str) -> bool:
-        return bool(self._c.execute(select(exists().where(s.blobs.c.digest == digest))).scalar())
-
-    def missing_blobs(self, digests: Iterable[str]) -> list[str]:
-        wanted = sorted(set(digests))
-        if not wanted:
-            return []
-        rows = self._c.execute(select(s.blobs.c.digest).where(s.blobs.c.digest.in_(wanted)))
-        found = {r.digest for r in rows}
-        return [d for d in wanted if d not in found]
+        return not self.blob_gaps(None, [digest])[0]
 
     def blob(self, digest: str) -> bytes | None:
         row = self._c.execute(select(s.blobs.c.data).where(s.blobs.c.digest == digest)).first()
@@ -337,39 +362,30 @@ class ContentRepo:
 
     # candidates
     def add_candidate(self, project_id: str, c: Candidate) -> None:
-        self._c.execute(
-            insert(s.candidates).values(
-                id=c.id,
-                project_id=project_id,
-                task_id=c.task_id,
-                attempt_id=c.attempt_id,
-                manifest=dumps(_manifest(c)),
-                digest=c.digest,
-                dependency_digest=c.dependency_digest,
-                created_at=c.created_at,
-            )
+        self._raw.run(
+            _INSERT_CANDIDATE,
+            {
+                "id": c.id,
+                "p": project_id,
+                "task": c.task_id,
+                "attempt": c.attempt_id,
+                "manifest": dumps(_manifest(c)),
+                "d": c.digest,
+                "dd": c.dependency_digest,
+                "at": c.created_at,
+            },
         )
 
     def candidate(self, candidate_id: str) -> tuple[str, Candidate] | None:
         """(project id, candidate) for an id, or None."""
-        row = self._c.execute(_CANDIDATE, {"id": candidate_id}).first()
-        return (row.project_id, candidate_of(row)) if row else None
+        row = self._raw.one(_CANDIDATE_SQL, {"id": candidate_id})
+        return (str(row[1]), candidate_of(row)) if row else None
 
     def candidates_of_attempt(self, attempt_id: str) -> list[Candidate]:
-        rows = self._c.execute(
-            select(s.candidates)
-            .where(s.candidates.c.attempt_id == attempt_id)
-            .order_by(s.candidates.c.created_at, s.candidates.c.id)
-        )
-        return [candidate_of(r) for r in rows]
+        return [candidate_of(r) for r in self._raw.all(_CANDIDATES_OF_ATTEMPT, {"k": attempt_id})]
 
     def candidates_of_task(self, task_id: str) -> list[Candidate]:
-        rows = self._c.execute(
-            select(s.candidates)
-            .where(s.candidates.c.task_id == task_id)
-            .order_by(s.candidates.c.created_at, s.candidates.c.id)
-        )
-        return [candidate_of(r) for r in rows]
+        return [candidate_of(r) for r in self._raw.all(_CANDIDATES_OF_TASK, {"k": task_id})]
 
     # observations
     def add_observation(self, o: Observation) -> None:

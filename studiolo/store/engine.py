@@ -330,8 +330,11 @@ class Store:
         key = (kind, ident)
         found = self._projects.get(key)
         if found is None:
-            with self.engine.connect() as conn:
-                found = locate_project(conn.execution_options(isolation_level="AUTOCOMMIT"), kind, ident)
+            driver: Any = self.engine.raw_connection()  # a pooled DB-API connection
+            try:
+                found = locate_project(driver, self.is_sqlite, kind, ident)
+            finally:
+                driver.close()  # back to the pool, which rolls back what the read began
             if found is not None:
                 if len(self._projects) >= 100_000:
                     self._projects.clear()

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select
+from sqlalchemy import Connection, bindparam, select
 
 from studiolo.core.model import Receipt
 from studiolo.store import schema as s
@@ -43,6 +43,19 @@ SELECT 0, {columns(s.receipts, "r")}, k.public_key FROM candidates c
 # Result positions (1-based): the flag, then the receipt's columns, then the issuer's key.
 _COL = {name: 2 + i for i, name in enumerate(s.receipts.c.keys())}
 _GATHER_ORDER = f" ORDER BY 1 DESC, {_COL['created_at']}, {_COL['id']}"
+_INSERT_RECEIPT = (
+    "INSERT INTO receipts (id, project_id, candidate_id, body, signature, issuer_id, reused_from,"
+    " created_at, issuer_kid) VALUES (:id, :p, :cand, :body, :sig, :issuer, :src, :at, :kid)"
+)
+_RECEIPT = f"SELECT {columns(s.receipts, 'r')} FROM receipts r WHERE r.id = :id"
+_RECEIPTS_OF_CANDIDATE = (
+    f"SELECT {columns(s.receipts, 'r')} FROM receipts r WHERE r.candidate_id = :c ORDER BY r.created_at, r.id"
+)
+# Every receipt about the task's candidates: candidate by candidate (in their order), each
+# candidate's receipts in theirs.
+_RECEIPTS_OF_TASK = f"""
+SELECT {columns(s.receipts, "r")} FROM candidates c JOIN receipts r ON r.candidate_id = c.id
+ WHERE c.task_id = :t ORDER BY c.created_at, c.id, r.created_at, r.id"""
 
 
 @dataclass(frozen=True)
@@ -68,18 +81,19 @@ class EvidenceRepo:
 
     def add_receipt(self, r: Receipt, at: float, issuer_kid: str, reused_from: str | None = None) -> None:
         """Record a receipt whose signature the caller verified with the key `issuer_kid`."""
-        self._c.execute(
-            insert(s.receipts).values(
-                id=r.id,
-                project_id=r.project_id,
-                candidate_id=r.candidate_id,
-                body=dumps(r.signed_body()),
-                signature=r.signature,
-                issuer_id=r.issuer_id,
-                reused_from=reused_from,
-                created_at=at,
-                issuer_kid=issuer_kid,
-            )
+        self._raw.run(
+            _INSERT_RECEIPT,
+            {
+                "id": r.id,
+                "p": r.project_id,
+                "cand": r.candidate_id,
+                "body": dumps(r.signed_body()),
+                "sig": r.signature,
+                "issuer": r.issuer_id,
+                "src": reused_from,
+                "at": at,
+                "kid": issuer_kid,
+            },
         )
 
     def gather(
@@ -109,7 +123,7 @@ class EvidenceRepo:
         return Gathered(found, tuple(recorded), pins)
 
     def receipt(self, receipt_id: str) -> Receipt | None:
-        row = self._c.execute(select(s.receipts).where(s.receipts.c.id == receipt_id)).first()
+        row = self._raw.one(_RECEIPT, {"id": receipt_id})
         return _receipt(row) if row else None
 
     def receipts(self, ids: Iterable[str]) -> dict[str, Receipt]:
@@ -120,12 +134,12 @@ class EvidenceRepo:
         return {r.id: _receipt(r) for r in rows}
 
     def receipts_of_candidate(self, candidate_id: str) -> list[Receipt]:
-        rows = self._c.execute(
-            select(s.receipts)
-            .where(s.receipts.c.candidate_id == candidate_id)
-            .order_by(s.receipts.c.created_at, s.receipts.c.id)
-        )
-        return [_receipt(r) for r in rows]
+        return [_receipt(r) for r in self._raw.all(_RECEIPTS_OF_CANDIDATE, {"c": candidate_id})]
+
+    def receipts_of_task(self, task_id: str) -> list[Receipt]:
+        """The receipts about each of the task's candidates, as `receipts_of_candidate` gives
+        them, candidate after candidate (`ContentRepo.candidates_of_task`'s order): one read."""
+        return [_receipt(r) for r in self._raw.all(_RECEIPTS_OF_TASK, {"t": task_id})]
 
     def receipts_for_bytes(self, attempt_id: str, digest: str, dependency_digest: str) -> list[Receipt]:
         """Every receipt recorded for a candidate of `attempt_id` with exactly these bytes."""

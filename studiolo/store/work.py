@@ -27,11 +27,6 @@ from studiolo.store.content import candidate_of
 __all__ = ["Subjects", "WorkRepo"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
-_TASK = select(s.tasks).where(s.tasks.c.id == bindparam("id"))
-_ATTEMPT = select(s.attempts).where(s.attempts.c.id == bindparam("id"))
-# An UPDATE whose SET clause comes from the parameter names (all but `_id`).
-_UPDATE_TASK = update(s.tasks).where(s.tasks.c.id == bindparam("_id"))
-_UPDATE_ATTEMPT = update(s.attempts).where(s.attempts.c.id == bindparam("_id"))
 _INSERT_COMPLETION = insert(s.completions)
 _COMPLETION_BY_REQUEST = select(s.completions).where(
     s.completions.c.project_id == bindparam("p"), s.completions.c.request_id == bindparam("r")
@@ -66,6 +61,26 @@ _EXTEND_LEASE = (
     f" AND status = '{AttemptStatus.ACTIVE.value}' AND incarnation = :incarnation AND lease_deadline > :now"
 )
 _FINISH_ATTEMPT = "UPDATE attempts SET status = :s WHERE id = :id"
+# The reads and writes of the other operations of an agent's cycle (prepared SQL as well).
+_TASK_SQL = f"SELECT {columns(s.tasks, 't')} FROM tasks t WHERE t.id = :id"
+_ATTEMPT_SQL = f"SELECT {columns(s.attempts, 'a')} FROM attempts a WHERE a.id = :id"
+_ATTEMPTS_OF_TASK = f"SELECT {columns(s.attempts, 'a')} FROM attempts a WHERE a.task_id = :t ORDER BY a.fence"
+_COMPLETION_OF_TASK = f"SELECT {columns(s.completions, 'p')} FROM completions p WHERE p.task_id = :t"
+# An attempt with its task; a candidate with its task: one read each.
+_ATTEMPT_AND_TASK = f"""
+SELECT {columns(s.attempts, "a")}, {columns(s.tasks, "t")}
+  FROM attempts a JOIN tasks t ON t.id = a.task_id
+ WHERE a.id = :id"""
+_CANDIDATE_AND_TASK = f"""
+SELECT {columns(s.candidates, "c")}, {columns(s.tasks, "t")}
+  FROM candidates c JOIN tasks t ON t.id = c.task_id
+ WHERE c.id = :id"""
+_INSERT_ATTEMPT = (
+    "INSERT INTO attempts (id, task_id, principal_id, fence, lease_deadline, incarnation, status, created_at)"
+    " VALUES (:id, :task, :who, :fence, :deadline, :inc, :status, :at)"
+)
+_TASK_COLUMNS = frozenset(s.tasks.c.keys()) - {"id"}
+_ATTEMPT_COLUMNS = frozenset(s.attempts.c.keys()) - {"id"}
 _FINISH_TASK = "UPDATE tasks SET status = :s, completed_at = :at WHERE id = :id"
 
 
@@ -140,8 +155,24 @@ class WorkRepo:
         )
 
     def task(self, task_id: str) -> Task | None:
-        row = self._c.execute(_TASK, {"id": task_id}).first()
+        row = self._raw.one(_TASK_SQL, {"id": task_id})
         return _task(row) if row else None
+
+    def attempt_and_task(self, attempt_id: str) -> tuple[Attempt, Task] | None:
+        """An attempt and its task, in one read (None: no such attempt)."""
+        row = self._raw.one(_ATTEMPT_AND_TASK, {"id": attempt_id})
+        if row is None:
+            return None
+        a = _WIDTHS[1]
+        return _attempt(row[:a]), _task(row[a:])
+
+    def candidate_and_task(self, candidate_id: str) -> tuple[Candidate, Task] | None:
+        """A candidate and its task, in one read (None: no such candidate)."""
+        row = self._raw.one(_CANDIDATE_AND_TASK, {"id": candidate_id})
+        if row is None:
+            return None
+        c = _WIDTHS[2]
+        return candidate_of(row[:c]), _task(row[c:])
 
     def tasks(
         self, project_id: str, status: TaskStatus | None = None, limit: int = 500, offset: int = 0
@@ -171,37 +202,35 @@ class WorkRepo:
             values["status"] = values["status"].value
         if "contract" in values and isinstance(values["contract"], Contract):
             values["contract"] = dumps(values["contract"].to_json())
-        self._c.execute(_UPDATE_TASK, {"_id": task_id, **values})
+        self._raw.run(_update_sql("tasks", _TASK_COLUMNS, tuple(values)), {**values, "_id": task_id})
 
     # attempts
     def add_attempt(self, a: Attempt) -> None:
-        self._c.execute(
-            insert(s.attempts).values(
-                id=a.id,
-                task_id=a.task_id,
-                principal_id=a.principal_id,
-                fence=a.fence,
-                lease_deadline=a.lease_deadline,
-                incarnation=a.incarnation,
-                status=a.status.value,
-                created_at=a.created_at,
-            )
+        self._raw.run(
+            _INSERT_ATTEMPT,
+            {
+                "id": a.id,
+                "task": a.task_id,
+                "who": a.principal_id,
+                "fence": a.fence,
+                "deadline": a.lease_deadline,
+                "inc": a.incarnation,
+                "status": a.status.value,
+                "at": a.created_at,
+            },
         )
 
     def attempt(self, attempt_id: str) -> Attempt | None:
-        row = self._c.execute(_ATTEMPT, {"id": attempt_id}).first()
+        row = self._raw.one(_ATTEMPT_SQL, {"id": attempt_id})
         return _attempt(row) if row else None
 
     def attempts(self, task_id: str) -> list[Attempt]:
-        rows = self._c.execute(
-            select(s.attempts).where(s.attempts.c.task_id == task_id).order_by(s.attempts.c.fence)
-        )
-        return [_attempt(r) for r in rows]
+        return [_attempt(r) for r in self._raw.all(_ATTEMPTS_OF_TASK, {"t": task_id})]
 
     def update_attempt(self, attempt_id: str, **values: Any) -> None:
         if "status" in values and isinstance(values["status"], AttemptStatus):
             values["status"] = values["status"].value
-        self._c.execute(_UPDATE_ATTEMPT, {"_id": attempt_id, **values})
+        self._raw.run(_update_sql("attempts", _ATTEMPT_COLUMNS, tuple(values)), {**values, "_id": attempt_id})
 
     def leases(self, attempt_ids: Sequence[str]) -> dict[str, tuple[Attempt, Task]]:
         """The named attempts that exist, each with its task: one read (heartbeats)."""
@@ -249,7 +278,7 @@ class WorkRepo:
         return _completion(row) if row else None
 
     def completion_of_task(self, task_id: str) -> Completion | None:
-        row = self._c.execute(select(s.completions).where(s.completions.c.task_id == task_id)).first()
+        row = self._raw.one(_COMPLETION_OF_TASK, {"t": task_id})
         return _completion(row) if row else None
 
     def completions(self, project_id: str) -> list[Completion]:
@@ -300,6 +329,16 @@ class WorkRepo:
             notes=body["notes"],
             created_at=row.created_at,
         )
+
+
+@functools.lru_cache(maxsize=256)
+def _update_sql(table: str, allowed: frozenset[str], names: tuple[str, ...]) -> str:
+    """`UPDATE table SET c = :c, ... WHERE id = :_id` for these columns (names come from code,
+    checked against the table all the same)."""
+    unknown = set(names) - allowed
+    if unknown or not names:
+        raise ValueError(f"not updatable columns of {table}: {sorted(unknown) or 'none given'}")
+    return f"UPDATE {table} SET " + ", ".join(f"{n} = :{n}" for n in names) + " WHERE id = :_id"
 
 
 def _task(row: Sequence[Any]) -> Task:
