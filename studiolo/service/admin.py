@@ -91,11 +91,37 @@ class AdminOps(Door):
         return self.store.write(run)
 
     def authenticate(self, token: str | None) -> Principal:
-        """The token's principal, through the cache of this auth generation (`_auth.py`)."""
+        """The token's principal, through the cache (`_auth.py`): valid while the ledger's auth
+        signal has not moved (SQLite on a file), else for one auth generation read per call."""
         if not token:
             raise Unauthenticated("a bearer token is required")
         digest = hash_token(token)
+        signal = self.store.auth_signal
+        mark = signal.value() if signal is not None else None
+        if mark is not None:
+            found = self.auth_cache.get(digest, mark) or self._token_principal(digest, mark)
+        else:
+            found = self._token_principal_per_generation(digest)
+        if found is None:
+            raise Unauthenticated("unknown or revoked token")
+        return found
 
+    def authenticate_cached(self, token: str | None) -> Principal | None:
+        """The token's principal if it is known without reading the ledger (an entry of the
+        cache under the auth signal's current value); else None: call `authenticate`.
+        Never blocks: the HTTP face calls it on the event loop."""
+        signal = self.store.auth_signal
+        mark = signal.value() if token and signal is not None else None
+        return None if mark is None else self.auth_cache.get(hash_token(token or ""), mark)
+
+    def _token_principal(self, digest: str, mark: int) -> Principal | None:
+        """Read the token (after reading `mark`: see `authsignal.py`) and cache it under `mark`."""
+        found = self.store.read(lambda tx: tx.access.principal_by_token_hash(digest), settled=False)
+        if found is not None:
+            self.auth_cache.put(digest, mark, found)
+        return found
+
+    def _token_principal_per_generation(self, digest: str) -> Principal | None:
         def run(tx: Tx) -> Principal | None:
             generation = tx.access.auth_generation()
             hit = self.auth_cache.get(digest, generation)
@@ -106,10 +132,7 @@ class AdminOps(Door):
                 self.auth_cache.put(digest, generation, found)
             return found
 
-        found = self.store.read(run, settled=False)  # not shown to anyone: no fsync wait
-        if found is None:
-            raise Unauthenticated("unknown or revoked token")
-        return found
+        return self.store.read(run, settled=False)  # not shown to anyone: no fsync wait
 
     def jwks(self) -> dict[str, Any]:
         """The signing key first, then every retired key (newest first), each by `kid`."""

@@ -51,6 +51,7 @@ class AccessRepo:
         # (principal, project) → live grants, as this transaction read them: an operation
         # checks authority more than once (read the task, then claim it). Grant writes clear it.
         self._live: dict[tuple[str, str], tuple[Grant, ...]] = {}
+        self.auth_changed = False  # this transaction moved the auth generation (`authsignal.py`)
 
     # projects
     def add_project(self, project: Project) -> None:
@@ -130,6 +131,7 @@ class AccessRepo:
 
     def _bump_auth_generation(self) -> None:
         """Every change that can end a token's or a grant's power calls this (`_auth.py`)."""
+        self.auth_changed = True
         if self._c.execute(_BUMP_GENERATION).rowcount == 0:
             self._c.execute(insert(s.meta).values(key="auth_generation", value="1"))
 

@@ -89,6 +89,7 @@ from studiolo.store._raw import PIPELINE
 from studiolo.store.a2a import A2ARepo
 from studiolo.store.access import AccessRepo
 from studiolo.store.audit import EMPTY, AuditRepo, Head, MetaRepo
+from studiolo.store.authsignal import AuthSignal
 from studiolo.store.content import ContentRepo
 from studiolo.store.evidence import EvidenceRepo
 from studiolo.store.gate import Gate, GateTooNarrow, chain_key
@@ -183,6 +184,8 @@ class Store:
     side effects outside the transaction.
     """
 
+    auth_signal: AuthSignal | None = None  # SQLite on a file: see `authsignal.py`
+
     def __init__(
         self,
         url: str,
@@ -212,6 +215,9 @@ class Store:
         self._lock_path = _beside(url, ".writer-lock") if self.is_sqlite else None
         self._lock_fd: int | None = None
         self._wal_path = _beside(url, "-wal") if self.is_sqlite else None
+        signal_path = _beside(url, ".auth-signal") if self.is_sqlite else None
+        # bumped after every write that ends a token's or grant's power (`authsignal.py`)
+        self.auth_signal = AuthSignal(signal_path) if signal_path else None
         self._fsync = fsync  # the WAL's fsync after a durable group (tests make it slow)
         self._group = GroupCommit(self._commit_group, self._local_writer)  # SQLite writes
         self._writing = threading.local()  # a nested write would wait for itself: refuse it
@@ -246,6 +252,17 @@ class Store:
         lose it until the next durable commit. Only for writes whose loss is safe."""
         if getattr(self._writing, "active", False):
             raise RuntimeError("store.write inside store.write: one operation is one transaction")
+        if self.auth_signal is None:
+            return self._write(fn, gate)
+        self.auth_signal.ensure()  # before anything commits: a revocation must be able to signal
+        revoked: list[bool] = []
+        try:
+            return self._write(_noting_revocations(fn, revoked), gate)
+        finally:
+            if revoked:  # committed (or perhaps committed: a failed fsync): readers re-read
+                self.auth_signal.bump()
+
+    def _write(self, fn: Callable[[Tx], T], gate: Gate | None) -> T:
         held = gate or Gate.whole_ledger()
         for _ in range(_MAX_WIDENINGS):
             try:
@@ -384,8 +401,17 @@ class Store:
 
         For whole-ledger operations (restore): no writer and no migration runs meanwhile.
         """
-        with self._local_writer, self._writer_lock(), self.engine.connect() as conn, self._exclusive(conn):
-            yield conn
+        try:
+            with (
+                self._local_writer,
+                self._writer_lock(),
+                self.engine.connect() as conn,
+                self._exclusive(conn),
+            ):
+                yield conn
+        finally:
+            if self.auth_signal is not None:  # a restore replaces every token and grant
+                self.auth_signal.bump()
 
     def tx_on(self, conn: Connection, *, write: bool) -> Tx:
         """A `Tx` over a connection already inside a transaction (from `exclusive()`)."""
@@ -712,6 +738,19 @@ def _beside(url: str, suffix: str) -> str | None:
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
     return database + suffix
+
+
+def _noting_revocations(fn: Callable[[Tx], T], revoked: list[bool]) -> Callable[[Tx], T]:
+    """`fn`, noting in `revoked` whether it moved the auth generation (volatile if `fn` is)."""
+
+    def run(tx: Tx) -> T:
+        try:
+            return fn(tx)
+        finally:
+            if tx.access.auth_changed:
+                revoked.append(True)
+
+    return volatile(run) if isinstance(fn, Volatile) else run
 
 
 def _within(gate: Gate, fn: Callable[[Tx], T]) -> Callable[[Tx], T]:

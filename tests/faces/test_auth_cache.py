@@ -48,6 +48,70 @@ def test_a_second_coordinator_sees_a_revocation_at_once(tmp_path: Path) -> None:
     other.store.dispose()
 
 
+def test_the_auth_signal_moves_after_each_revoking_write_and_only_then(tmp_path: Path) -> None:
+    w = build_world(tmp_path, clock=time.time)
+    signal = w.coord.store.auth_signal
+    assert signal is not None and Path(signal.path).name == "ledger.db.auth-signal"
+    start = signal.value()
+    assert start is not None
+    issued = w.coord.add_principal(w.admin, w.project_id, "signalled", "agent")
+    grant = w.coord.grant(w.admin, w.project_id, issued.principal.id, ["read"], ["**"])
+    w.new_task("not a revocation")
+    assert signal.value() == start  # writes that end no power leave it
+    w.coord.revoke_grant(w.admin, grant.id)
+    assert signal.value() == start + 1
+    w.coord.rotate_token(w.admin, issued.principal.id)
+    w.coord.revoke_tokens(w.admin, issued.principal.id)
+    assert signal.value() == start + 3
+
+
+def test_a_cached_token_is_answered_without_reading_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w = build_world(tmp_path, clock=time.time)
+    issued = w.coord.add_principal(w.admin, w.project_id, "cached", "agent")
+    assert w.coord.authenticate_cached(issued.token) is None  # not known yet: read it
+    assert w.coord.authenticate(issued.token).id == issued.principal.id
+
+    def no_read(*_: object, **__: object) -> None:
+        raise AssertionError("the ledger was read")
+
+    with monkeypatch.context() as m:
+        m.setattr(w.coord.store, "read", no_read)
+        assert w.coord.authenticate(issued.token).id == issued.principal.id
+        found = w.coord.authenticate_cached(issued.token)
+        assert found is not None and found.id == issued.principal.id
+    assert w.coord.authenticate_cached("stl_unknown") is None
+    assert w.coord.authenticate_cached(None) is None
+
+
+def test_a_revocation_by_another_process_is_refused_at_once_from_the_cache(tmp_path: Path) -> None:
+    """The auth signal across processes: this process answers the token from its cache, on
+    the event loop's path (`authenticate_cached`); another process revokes; once it has
+    exited, the very next check here refuses the token, and so does `authenticate`."""
+    w = build_world(tmp_path, clock=time.time)
+    revoke = (
+        "import sys; from studiolo.service import Coordinator; from studiolo.settings import Settings;"
+        " from studiolo.store import Store; store = Store(sys.argv[1]);"
+        " door = Coordinator(store, Settings(database_url=store.url));"
+        " admin = door.authenticate(sys.argv[2]); door.revoke_tokens(admin, sys.argv[3])"
+    )
+    admin_token = w.coord.rotate_token(w.admin, w.admin.id).token
+    for n in range(3):
+        issued = w.coord.add_principal(w.admin, w.project_id, f"elsewhere{n}", "agent")
+        assert w.coord.authenticate(issued.token).id == issued.principal.id
+        assert w.coord.authenticate_cached(issued.token) is not None
+        subprocess.run(
+            [sys.executable, "-c", revoke, w.coord.store.url, admin_token, issued.principal.id],
+            check=True,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
+        assert w.coord.authenticate_cached(issued.token) is None
+        with pytest.raises(Unauthenticated):
+            w.coord.authenticate(issued.token)
+        assert w.coord.authenticate(admin_token).id == w.admin.id  # other tokens live on
+
+
 @pytest.fixture
 def two_servers(tmp_path: Path) -> Iterator[tuple[World, list[str]]]:
     w = build_world(tmp_path, clock=time.time)

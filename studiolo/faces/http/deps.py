@@ -26,8 +26,9 @@ _PRINCIPAL = PRINCIPAL_KEY = "studiolo_principal"  # where AuthenticateFirst lea
 
 
 # The dependencies are `async def`: FastAPI runs a plain `def` dependency in the threadpool,
-# and a hop there per dependency cost more than the hot routes' own work. Only the token
-# lookup blocks, and only it goes to the threadpool.
+# and a hop there per dependency cost more than the hot routes' own work. Only a token
+# lookup that reads the ledger blocks, and only it goes to the threadpool: a token the door
+# knows without a read (`authenticate_cached`) is answered on the event loop.
 async def _door(request: Request) -> Coordinator:
     door: Coordinator = request.app.state.coordinator
     return door
@@ -50,7 +51,9 @@ async def _caller(
     known = request.scope.get("state", {}).get(_PRINCIPAL)
     if isinstance(known, Principal):
         return known
-    principal: Principal = await run_in_threadpool(door.authenticate, token)
+    principal = door.authenticate_cached(token)
+    if principal is None:
+        principal = await run_in_threadpool(door.authenticate, token)
     return principal
 
 
@@ -72,8 +75,11 @@ class AuthenticateFirst:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix) or not _has_body(scope):
             await self.app(scope, receive, send)
             return
+        token = _bearer_token(scope)
         try:
-            principal = await run_in_threadpool(self.door.authenticate, _bearer_token(scope))
+            principal = self.door.authenticate_cached(token)
+            if principal is None:
+                principal = await run_in_threadpool(self.door.authenticate, token)
         except StudioloError as exc:
             headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
             await problem_response(exc.status, exc.reason, exc.detail, headers=headers)(scope, receive, send)
