@@ -7,10 +7,11 @@ from fastapi import APIRouter
 from studiolo.api import responses as s
 from studiolo.api.requests import CheckerIn, GrantIn, PolicyIn, PrincipalIn, ProjectIn, PublicKeyIn
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["admin"])
+router = APIRouter(prefix="/v1", tags=["admin"], route_class=RenderedRoute)
 
 
 @router.get("/me", summary="The caller, as derived from its token")

@@ -10,11 +10,12 @@ from studiolo._exceptions import CompletionRejected
 from studiolo.api import responses as s
 from studiolo.api.requests import CompleteIn
 from studiolo.faces.http.deps import Caller, Door, MetricsDep
+from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import make_request
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["completion"])
+router = APIRouter(prefix="/v1", tags=["completion"], route_class=RenderedRoute)
 
 _REPLAY_HEADER: dict[str, Any] = {
     "Idempotent-Replay": {

@@ -11,11 +11,12 @@ from studiolo.api import responses as s
 from studiolo.api.requests import ArtifactEditIn, CandidateIn, CollectGarbageIn, ObservationIn
 from studiolo.core.paths import normalize_prefix
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import CandidateDraft
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["content"])
+router = APIRouter(prefix="/v1", tags=["content"], route_class=RenderedRoute)
 
 _BINARY: dict[str, Any] = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
 PathText = Annotated[str, Query(max_length=1024)]

@@ -19,11 +19,12 @@ from studiolo.faces.http.deps import BearerToken, Caller, Door
 from studiolo.faces.http.feed import Feeds, ProjectFeed, sse_of
 from studiolo.faces.http.limits import StreamSlots
 from studiolo.faces.http.problems import problem_response
+from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import Coordinator, EventAccess
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["events"])
+router = APIRouter(prefix="/v1", tags=["events"], route_class=RenderedRoute)
 
 Seq = Annotated[int, Query(ge=0, le=2**53, description="return events with seq > after")]
 _KEEPALIVE_SECONDS = 15.0

@@ -12,10 +12,11 @@ from studiolo.api.requests import ReceiptIn, ReuseIn
 from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.faces.http import render
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["evidence"])
+router = APIRouter(prefix="/v1", tags=["evidence"], route_class=RenderedRoute)
 
 
 @router.post("/candidates/{candidate_id}/receipts", status_code=201, summary="Post a signed receipt")

@@ -10,10 +10,11 @@ from fastapi.responses import PlainTextResponse
 from studiolo import __version__
 from studiolo.api import responses as s
 from studiolo.faces.http.deps import Door, MetricsDep
+from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["ops"])
+router = APIRouter(tags=["ops"], route_class=RenderedRoute)
 
 
 @router.get("/healthz", summary="Liveness and readiness: the ledger answers and is initialized")

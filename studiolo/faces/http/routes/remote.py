@@ -12,10 +12,11 @@ from studiolo.api import responses as s
 from studiolo.api.requests import DelegateIn, RemoteOrgIn, ReviewIn
 from studiolo.faces.a2a.requester import delegate
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["delegation"])
+router = APIRouter(prefix="/v1", tags=["delegation"], route_class=RenderedRoute)
 
 
 @router.post(

@@ -11,10 +11,11 @@ from studiolo.api import responses as s
 from studiolo.api.requests import CancelIn, ClaimIn, HandoffIn, LeaseIn, MigrateIn, ReassignIn, TaskIn
 from studiolo.faces.http import render
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["work"])
+router = APIRouter(prefix="/v1", tags=["work"], route_class=RenderedRoute)
 
 
 @router.post("/projects/{project_id}/tasks", status_code=201, summary="Create a task and pin its contract")
