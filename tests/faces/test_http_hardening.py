@@ -4,6 +4,7 @@ event streams that outlive their token. Real uvicorn sockets where the finding w
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import resource
 import socket
@@ -18,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from studiolo import client as client_module
 from studiolo.faces.http.limits import BodyCaps, InFlightLimit
-from studiolo.faces.http.server import ServerThread, raise_open_files_limit
+from studiolo.faces.http.server import GC_YOUNG_THRESHOLD, ServerThread, raise_open_files_limit, settle_heap
 from studiolo.settings import Settings
 from tests.faces.helpers import Actors, complete, in_process, issue_tokens, new_task, submit, verify
 from tests.world import World
@@ -386,3 +387,15 @@ def test_event_streams_are_capped_per_principal(world: World) -> None:
                 assert time.monotonic() < deadline, "a closed stream kept its slot"
                 time.sleep(0.1)
             assert again.status_code == 200
+
+
+def test_settle_heap_freezes_start_up_and_raises_the_young_threshold() -> None:
+    """What `serve` does before serving (so full collections do not scan start-up's objects)."""
+    before = gc.get_threshold()
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > 10_000  # the modules and everything built so far
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, before[1], before[2])
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
