@@ -347,16 +347,28 @@ class Store:
         key = (kind, ident)
         found = self._projects.get(key)
         if found is None:
-            driver: Any = self.engine.raw_connection()  # a pooled DB-API connection
+            pooled = self.engine.raw_connection()
             try:
-                found = locate_project(driver, self.is_sqlite, kind, ident)
+                found = self._locate(pooled.dbapi_connection, kind, ident)
             finally:
-                driver.close()  # back to the pool, which rolls back what the read began
+                pooled.close()
             if found is not None:
                 if len(self._projects) >= 100_000:
                     self._projects.clear()
                 self._projects[key] = found
         return found
+
+    def _locate(self, driver: Any, kind: str, ident: str) -> str | None:
+        """`locate_project` on a DB-API connection, autocommitting: SQLite's driver connections
+        always do; a psycopg connection is switched for the read (else BEGIN and ROLLBACK
+        would be two more round trips)."""
+        if self.is_sqlite:
+            return locate_project(driver, True, kind, ident)
+        driver.autocommit = True
+        try:
+            return locate_project(driver, False, kind, ident)
+        finally:
+            driver.autocommit = False
 
     def read(self, fn: Callable[[Tx], T], settled: bool = True) -> T:
         """Run `fn` on one consistent snapshot (no writes).

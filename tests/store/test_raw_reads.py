@@ -198,3 +198,29 @@ def test_live_grants_are_read_once_per_transaction_and_follow_its_own_grant_writ
 
 class _Undo(Exception):
     """Roll the write back."""
+
+
+def test_project_of_reads_on_a_pooled_connection_and_leaves_it_as_it_was(ledger: World) -> None:
+    store = ledger.coord.store
+
+    def rows(tx: Tx) -> list[tuple[str, str, str | None]]:
+        out = [("task", str(r.id), str(r.project_id)) for r in _all(tx, s.tasks, s.tasks.c.id)]
+        joined = select(s.attempts.c.id, s.tasks.c.project_id).join(
+            s.tasks, s.tasks.c.id == s.attempts.c.task_id
+        )
+        out += [("attempt", str(i), str(p)) for i, p in tx.conn.execute(joined)]
+        out += [
+            ("candidate", str(r.id), str(r.project_id)) for r in _all(tx, s.candidates, s.candidates.c.id)
+        ]
+        return out + [(kind, ident, None) for kind in ("task", "attempt", "candidate") for ident in UNKNOWN]
+
+    expected = store.read(rows)
+    store._projects.clear()
+    assert [(kind, ident, store.project_of(kind, ident)) for kind, ident, _ in expected] == expected
+    pooled = store.engine.raw_connection()
+    driver: Any = pooled.dbapi_connection
+    try:  # the connection went back to the pool as the pool lends it: not autocommitting
+        assert store.is_sqlite or driver.autocommit is False
+    finally:
+        pooled.close()
+    ledger.new_task("after the lookups")  # and a write still runs on it
