@@ -215,9 +215,11 @@ class Store:
         self._lock_path = _beside(url, ".writer-lock") if self.is_sqlite else None
         self._lock_fd: int | None = None
         self._wal_path = _beside(url, "-wal") if self.is_sqlite else None
-        signal_path = _beside(url, ".auth-signal") if self.is_sqlite else None
-        # bumped after every write that ends a token's or grant's power (`authsignal.py`)
-        self.auth_signal = AuthSignal(signal_path) if signal_path else None
+        ledger_file = _beside(url, "") if self.is_sqlite else None
+        # bumped after every write that ends a token's or grant's power (`authsignal.py`);
+        # beside the real file, as SQLite puts its -wal and -shm, whatever path reached it
+        if ledger_file:
+            self.auth_signal = AuthSignal(os.path.realpath(ledger_file) + ".auth-signal")
         self._fsync = fsync  # the WAL's fsync after a durable group (tests make it slow)
         self._group = GroupCommit(self._commit_group, self._local_writer)  # SQLite writes
         self._writing = threading.local()  # a nested write would wait for itself: refuse it

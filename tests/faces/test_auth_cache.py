@@ -112,6 +112,23 @@ def test_a_revocation_by_another_process_is_refused_at_once_from_the_cache(tmp_p
         assert w.coord.authenticate(admin_token).id == w.admin.id  # other tokens live on
 
 
+def test_processes_reaching_the_ledger_by_other_paths_share_one_signal(tmp_path: Path) -> None:
+    """A symlink to the ledger, or a relative path: the signal is beside the real file."""
+    w = build_world(tmp_path, clock=time.time)
+    (tmp_path / "link.db").symlink_to(tmp_path / "ledger.db")
+    linked = type(w.coord.store)(f"sqlite:///{tmp_path / 'link.db'}")
+    other = type(w.coord)(linked, w.coord.settings)
+    assert linked.auth_signal is not None and w.coord.store.auth_signal is not None
+    assert linked.auth_signal.path == w.coord.store.auth_signal.path
+    issued = w.coord.add_principal(w.admin, w.project_id, "linked", "agent")
+    assert other.authenticate(issued.token).id == issued.principal.id
+    w.coord.revoke_tokens(w.admin, issued.principal.id)
+    assert other.authenticate_cached(issued.token) is None
+    with pytest.raises(Unauthenticated):
+        other.authenticate(issued.token)
+    linked.dispose()
+
+
 @pytest.fixture
 def two_servers(tmp_path: Path) -> Iterator[tuple[World, list[str]]]:
     w = build_world(tmp_path, clock=time.time)
