@@ -22,9 +22,8 @@ _GRANTS_OF = (
     .where(s.grants.c.principal_id == bindparam("who"), s.grants.c.project_id == bindparam("p"))
     .order_by(s.grants.c.created_at)
 )
-_AUTH_GENERATION = select(s.meta.c.key, s.meta.c.value).where(
-    s.meta.c.key.in_(("incarnation", "auth_generation"))
-)
+# Read on every authentication where there is no auth signal (PostgreSQL): prepared SQL.
+_AUTH_GENERATION = """SELECT "key", value FROM meta WHERE "key" IN ('incarnation', 'auth_generation')"""
 _BUMP_GENERATION = (
     update(s.meta)
     .where(s.meta.c.key == "auth_generation")
@@ -126,7 +125,7 @@ class AccessRepo:
 
     def auth_generation(self) -> tuple[str, str]:
         """(incarnation, auth generation): what an authentication cache entry is valid for."""
-        found = {r.key: str(r.value) for r in self._c.execute(_AUTH_GENERATION)}
+        found = {str(key): str(value) for key, value in self._raw.all(_AUTH_GENERATION, {})}
         return found.get("incarnation", ""), found.get("auth_generation", "0")
 
     def _bump_auth_generation(self) -> None:
