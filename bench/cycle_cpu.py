@@ -22,6 +22,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,10 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent  # off the path: bench/http.py would shadow `http`
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from bench.fleet import Fleet, Step, _SetupStore, start_server  # noqa: E402
+from bench._fleet_client import HttpError  # noqa: E402
+from bench._fleet_setup import Fleet, _SetupStore  # noqa: E402
+from bench._fleet_step import Step  # noqa: E402
+from bench.fleet import start_server  # noqa: E402
 from studiolo.faces.http.server import free_port  # noqa: E402
 from studiolo.service import Coordinator  # noqa: E402
 from studiolo.settings import Settings  # noqa: E402
@@ -53,20 +57,22 @@ class Meter:
         self.pid = pid
         self.ms: dict[str, list[float]] = {}
 
-    async def __call__(self, kind: str, call: Awaitable[Any]) -> Any:
+    async def __call__(self, kind: str, call: Awaitable[tuple[int, bytes]]) -> bytes:
         before = sum(thread_ns(self.pid).values())
-        out = await call
+        status, body = await call
         self.ms.setdefault(kind, []).append((sum(thread_ns(self.pid).values()) - before) / 1e6)
-        return out
+        if not 200 <= status < 300:
+            raise HttpError(status, body, kind)
+        return body
 
 
 async def drive(fleet: Fleet, port: int, pid: int, args: argparse.Namespace) -> dict[str, Any]:
-    step = Step(fleet, len(fleet.agents), port, args, seed=1)
-    step.t0 = step.window_start = asyncio.get_running_loop().time()
+    step = Step(fleet.agents, port, args, seed=1)
+    step.t0 = step.window_start = time.monotonic()
     step.end = step.t0 + 86400
     meter = Meter(pid)
     step._timed = meter  # type: ignore[method-assign]
-    streams = [asyncio.create_task(step._stream(a)) for a in fleet.agents[: args.streams]]
+    streams = [asyncio.create_task(step._stream(a, 0.0)) for a in fleet.agents[: args.streams]]
     await asyncio.sleep(2 if streams else 0)
     conns = {a.n: (step._conn(a), step._conn(a, a.project.verifier_token)) for a in fleet.agents}
     for a in fleet.agents:  # warm every agent's connections and the server's caches

@@ -28,7 +28,8 @@ _HERE = Path(__file__).resolve().parent  # off the path: bench/http.py would sha
 sys.path[:] = [str(_HERE.parent)] + [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from bench._fleet_client import Conn  # noqa: E402
-from bench.fleet import LEASE, Agent, Fleet, _SetupStore, cpu_seconds, start_server  # noqa: E402
+from bench._fleet_setup import LEASE, Agent, Fleet, _SetupStore  # noqa: E402
+from bench.fleet import cpu_seconds, start_server  # noqa: E402
 from studiolo.faces.http.server import free_port  # noqa: E402
 from studiolo.service import Coordinator  # noqa: E402
 from studiolo.settings import Settings  # noqa: E402
