@@ -40,11 +40,12 @@ _BEAT_BODY = json.dumps({"lease_seconds": LEASE}).encode()
 class Tally:
     latencies: dict[str, list[float]] = field(default_factory=lambda: {})
     errors: Counter[str] = field(default_factory=Counter)
+    causes: Counter[str] = field(default_factory=Counter)  # exception type (and HTTP status)
     samples: list[str] = field(default_factory=list)
     owed_heartbeats: int = 0
     events_seen: int = 0
     sent: int = 0  # every request, warm-up included: the generator's CPU is spent on all of them
-    open_fds: int = 0  # the generator's open files at the window's end
+    open_fds: int = 0  # the most files the generator held open (sampled every 2 s)
     cpu_at_window: os.times_result | None = None
     sent_at_window: int = 0
     window_cpu_s: float = 0.0  # the generator's CPU over the window alone (its connections open)
@@ -55,7 +56,10 @@ class Tally:
 
     def fail(self, kind: str, exc: BaseException) -> None:
         self.errors[kind] += 1
-        if len(self.samples) < 5:
+        status = f" {exc.status}" if isinstance(exc, HttpError) else ""
+        cause = f"{type(exc).__name__}{status}"
+        self.causes[cause] += 1
+        if self.causes[cause] == 1 and len(self.samples) < 5:  # one of each cause
             self.samples.append(f"{kind}: {exc!r}")
 
 
@@ -156,6 +160,7 @@ class Step:
         delays = [self.rng.uniform(0, self.args.warmup / 2) for _ in holders]
         streams = [self._stream(a, d) for a, d in zip(holders, delays, strict=True)]
         self.sched.at(self.window_start, lambda _, __: self._window_opens(), None)
+        self.sched.at(self.t0 + 1.0, lambda _, when: self._count_fds(when), None)
         self.sched.at(self.end - 0.001, lambda _, __: self._window_closes(), None)
         self.sched.at(self.end, lambda _, __: self._settle(), None)
         await asyncio.gather(*streams)
@@ -182,8 +187,12 @@ class Step:
         self.tally.cpu_at_window = os.times()
         self.tally.sent_at_window = self.tally.sent
 
+    def _count_fds(self, at: float) -> None:
+        self.tally.open_fds = max(self.tally.open_fds, len(os.listdir("/proc/self/fd")))
+        if at + 2.0 < self.end:
+            self.sched.at(at + 2.0, lambda _, when: self._count_fds(when), None)
+
     def _window_closes(self) -> None:
-        self.tally.open_fds = len(os.listdir("/proc/self/fd"))
         t0, t1 = self.tally.cpu_at_window, os.times()
         if t0 is not None:
             self.tally.window_cpu_s = t1.user + t1.system - t0.user - t0.system
@@ -208,6 +217,8 @@ class Step:
     def _due(self, live: _Live, at: float, is_cycle: bool) -> None:
         if live.dead or at >= self.end:
             return
+        if self.measuring(at):  # how late the scheduler fired it, busy agent or not
+            self.tally.record("scheduler_lag", max(0.0, time.monotonic() - at) * 1000)
         if live.busy:
             live.pending.append((at, is_cycle))
         else:

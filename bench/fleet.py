@@ -111,6 +111,8 @@ def run_step(
         "claim_p99_ms": round(pct(lat.get("claim", []), 99), 1),
         "get_task_p99_ms": round(pct(lat.get("get_task", []), 99), 1),
         "generator_lag_p99_ms": round(pct(lat.pop("generator_lag", []), 99), 1),
+        # its own timers alone (the lag above also counts an agent's wait for its last answer)
+        "scheduler_lag_p99_ms": round(pct(lat.pop("scheduler_lag", []), 99), 1),
         "heartbeats": len(hb),
         "heartbeats_owed": tally.owed_heartbeats,
         "completions": len(done),
@@ -118,6 +120,7 @@ def run_step(
         "stream_events": tally.events_seen,
         "errors": sum(tally.errors.values()),
         "error_kinds": dict(tally.errors),
+        "error_causes": dict(tally.causes),
         "error_samples": tally.samples,
         "requests_per_s": round(sum(map(len, lat.values())) / args.window, 1),
         "server_cpu_cores": round((cpu_seconds(server) - srv0) / wall, 2),
@@ -127,7 +130,7 @@ def run_step(
         "loadgen_window_cpu_ms_per_request": round(tally.window_cpu_s * 1000 / max(1, tally.window_sent), 3),
         "loadgen_system_share": round(system / mine, 2) if mine else 0.0,  # the kernel's TCP, mostly
         "loadgen_requests_sent": tally.sent,
-        "loadgen_open_fds": tally.open_fds,
+        "loadgen_open_fds_max": tally.open_fds,
         "load_avg_1m": os.getloadavg()[0],
         "setup_s": round(setup, 1),
         "step_s": round(wall, 1),
@@ -283,6 +286,7 @@ def main() -> None:
                     "errors",
                     "loadgen_cpu_cores",
                     "generator_lag_p99_ms",
+                    "scheduler_lag_p99_ms",
                 )
             }
             for s in steps
