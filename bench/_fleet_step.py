@@ -75,6 +75,8 @@ class Scheduler:
         self.timer: asyncio.TimerHandle | None = None
         self.armed_at = float("inf")
         self.ticking = False
+        self.errors: list[Exception] = []
+        self.longest_tick = 0.0
 
     def at(self, when: float, fn: Callable[[Any, float], None], arg: Any) -> None:
         heapq.heappush(self.heap, (when, next(self.seq), fn, arg))
@@ -89,12 +91,17 @@ class Scheduler:
     def _tick(self) -> None:
         self.timer, self.armed_at, self.ticking = None, float("inf"), True
         heap, now = self.heap, time.monotonic() + self._SLACK
-        while heap and heap[0][0] <= now:
-            when, _, fn, arg = heapq.heappop(heap)
-            fn(arg, when)
-        self.ticking = False
-        if heap:
-            self._arm(heap[0][0])
+        try:
+            while heap and heap[0][0] <= now:
+                when, _, fn, arg = heapq.heappop(heap)
+                fn(arg, when)
+        except Exception as exc:  # a generator bug: kept for the step's result, the timer goes on
+            self.errors.append(exc)
+        finally:
+            self.ticking = False
+            self.longest_tick = max(self.longest_tick, time.monotonic() + self._SLACK - now)
+            if heap:
+                self._arm(heap[0][0])
 
     def stop(self) -> None:
         if self.timer is not None:
@@ -147,6 +154,7 @@ class Step:
         self.window_start = self.t0 + self.args.warmup
         self.end = self.window_start + self.args.window
         self.sched, self.idle = Scheduler(loop), loop.create_future()
+        loop.set_exception_handler(self._loop_error)
         lives = []
         for a in self.agents:  # the same draws, in the same order, as the generator before
             live = _Live(a, self._conn(a), self._conn(a, a.project.verifier_token))
@@ -175,6 +183,10 @@ class Step:
             live.conn.close()
             live.verifier.close()
         return self.tally
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """An exception no callback caught (a generator bug): kept for the step's result."""
+        self.sched.errors.append(context.get("exception") or RuntimeError(context["message"]))
 
     def _owed(self, beat: float) -> int:
         """How many of an agent's first 100 heartbeats fall in the window (the bounds found by
@@ -258,7 +270,11 @@ class Step:
             await self._cycle(live.agent, live.conn, live.verifier)
         except _FAILURES:
             live.dead = True  # counted (when in the window); this agent stops
-        self._next(live)
+        except Exception as exc:  # a generator bug: kept for the step's result
+            self.sched.errors.append(exc)
+            live.dead = True
+        finally:
+            self._next(live)
 
     def _next(self, live: _Live) -> None:
         live.busy = False

@@ -113,6 +113,8 @@ def run_step(
         "generator_lag_p99_ms": round(pct(lat.pop("generator_lag", []), 99), 1),
         # its own timers alone (the lag above also counts an agent's wait for its last answer)
         "scheduler_lag_p99_ms": round(pct(lat.pop("scheduler_lag", []), 99), 1),
+        "scheduler_longest_tick_ms": round(step.sched.longest_tick * 1000, 1),
+        "generator_bugs": [repr(e) for e in step.sched.errors[:5]],
         "heartbeats": len(hb),
         "heartbeats_owed": tally.owed_heartbeats,
         "completions": len(done),
@@ -137,6 +139,7 @@ def run_step(
     }
     out["ok"] = bool(
         out["errors"] == 0
+        and not step.sched.errors
         and hb
         and done
         and len(hb) >= 0.95 * tally.owed_heartbeats
