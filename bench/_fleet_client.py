@@ -76,7 +76,8 @@ def _response_end(buf: bytearray) -> tuple[int, bytes, bool, int] | None:
         return (status, bytes(buf[start:end]), close, end) if len(buf) >= end else None
     if b"\r\ntransfer-encoding: chunked" not in head:
         return status, b"", close, head_end + 4
-    parts, at = [], head_end + 4
+    parts: list[bytes] = []
+    at = head_end + 4
     while (line_end := buf.find(b"\r\n", at)) >= 0:
         size = int(bytes(buf[at:line_end]).split(b";", 1)[0], 16)
         if len(buf) < line_end + 2 + size + 2:
@@ -218,7 +219,7 @@ class EventStream(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's do not subclass it
-        transport.write(self.data)
+        self.transport.write(self.data)
 
     def data_received(self, data: bytes) -> None:
         if self._head is not None:  # the status line and headers, once
