@@ -240,7 +240,7 @@ class Step:
         now = time.monotonic()
         if self.measuring(at):  # how late the generator itself started it
             self.tally.record("generator_lag", max(0.0, now - at) * 1000)
-        live.busy = True
+        live.busy, live.started = True, now
         self.busy += 1
         if is_cycle:
             self.sched.at(at + self.args.cycle, self._cycle_due, live)
