@@ -194,6 +194,8 @@ def _wait_ready(proc: subprocess.Popen[bytes], port: int) -> subprocess.Popen[by
             return proc
         except (OSError, HttpError):
             time.sleep(0.2)
+    proc.kill()  # not left behind
+    proc.wait()
     raise RuntimeError("the server did not start")
 
 
