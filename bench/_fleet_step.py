@@ -42,6 +42,9 @@ class Tally:
     errors: Counter[str] = field(default_factory=Counter)
     causes: Counter[str] = field(default_factory=Counter)  # exception type (and HTTP status)
     samples: list[str] = field(default_factory=list)
+    # failures before the window (not failures of the step; the agent stops, so the heartbeats
+    # it owed in the window are missing): kind and cause
+    warmup_failures: Counter[str] = field(default_factory=Counter)
     owed_heartbeats: int = 0
     events_seen: int = 0
     sent: int = 0  # every request, warm-up included: the generator's CPU is spent on all of them
@@ -56,11 +59,17 @@ class Tally:
 
     def fail(self, kind: str, exc: BaseException) -> None:
         self.errors[kind] += 1
-        status = f" {exc.status}" if isinstance(exc, HttpError) else ""
-        cause = f"{type(exc).__name__}{status}"
+        cause = _cause(exc)
         self.causes[cause] += 1
         if self.causes[cause] == 1 and len(self.samples) < 5:  # one of each cause
             self.samples.append(f"{kind}: {exc!r}")
+
+    def fail_before_window(self, kind: str, exc: BaseException) -> None:
+        self.warmup_failures[f"{kind}: {_cause(exc)}"] += 1
+
+
+def _cause(exc: BaseException) -> str:
+    return type(exc).__name__ + (f" {exc.status}" if isinstance(exc, HttpError) else "")
 
 
 class Scheduler:
@@ -260,8 +269,11 @@ class Step:
             if self.measuring(live.started):
                 self.tally.record("heartbeat", (time.monotonic() - live.started) * 1000)
         else:
+            failure = exc or HttpError(status, body, "POST heartbeat")
             if self.measuring(live.started):
-                self.tally.fail("heartbeat", exc or HttpError(status, body, "POST heartbeat"))
+                self.tally.fail("heartbeat", failure)
+            elif live.started < self.window_start:
+                self.tally.fail_before_window("heartbeat", failure)
             live.dead = True  # this agent stops, as an agent whose requests fail would
         self._next(live)
 
@@ -301,6 +313,8 @@ class Step:
         except _FAILURES as exc:
             if self.measuring(start):
                 self.tally.fail(kind, exc)
+            elif start < self.window_start:
+                self.tally.fail_before_window(kind, exc)
             raise
         if self.measuring(start):
             self.tally.record(kind, (time.monotonic() - start) * 1000)

@@ -122,6 +122,7 @@ def run_step(
         "stream_events": tally.events_seen,
         "errors": sum(tally.errors.values()),
         "error_kinds": dict(tally.errors),
+        "warmup_failures": dict(tally.warmup_failures),
         "error_causes": dict(tally.causes),
         "error_samples": tally.samples,
         "requests_per_s": round(sum(map(len, lat.values())) / args.window, 1),
