@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request, Security
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
+from fastapi.security.base import SecurityBase
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -21,14 +22,16 @@ from studiolo.service import Coordinator
 
 __all__ = ["PRINCIPAL_KEY", "AuthenticateFirst", "BearerToken", "Caller", "Door", "MetricsDep"]
 
-_bearer = HTTPBearer(auto_error=False, description="a Studiolo token: `Authorization: Bearer stl_…`")
 _PRINCIPAL = PRINCIPAL_KEY = "studiolo_principal"  # where AuthenticateFirst leaves the caller
+_BEARER = HTTPBearerModel(description="a Studiolo token: `Authorization: Bearer stl_…`")
 
 
-# The dependencies are `async def`: FastAPI runs a plain `def` dependency in the threadpool,
-# and a hop there per dependency cost more than the hot routes' own work. Only a token
-# lookup that reads the ledger blocks, and only it goes to the threadpool: a token the door
-# knows without a read (`authenticate_cached`) is answered on the event loop.
+# The dependencies are `async def` leaves that take the request and nothing else. FastAPI runs
+# a plain `def` dependency in the threadpool (a hop there per dependency cost more than the hot
+# routes' own work), and solves every level of a dependency tree on the event loop at each
+# request: the caller was four levels (HTTPBearer → token → caller, with the door), now one.
+# Only a token lookup that reads the ledger blocks, and only it goes to the threadpool: a token
+# the door knows without a read (`authenticate_cached`) is answered on the event loop.
 async def _door(request: Request) -> Coordinator:
     door: Coordinator = request.app.state.coordinator
     return door
@@ -39,27 +42,45 @@ async def _metrics(request: Request) -> Metrics:
     return metrics
 
 
-async def _token(credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]) -> str:
-    if credentials is None:
-        raise Unauthenticated("a bearer token is required")
-    return credentials.credentials
+class _BearerScheme(SecurityBase):
+    """The bearer scheme as OpenAPI shows it (what `HTTPBearer` declares, under its name), read
+    in one step: the token as `HTTPBearer(auto_error=False)` parses it, or 401."""
+
+    def __init__(self) -> None:
+        self.model = _BEARER
+        self.scheme_name = "HTTPBearer"
+
+    @staticmethod
+    def token(request: Request) -> str:
+        authorization = request.headers.get("Authorization")
+        scheme, _, param = (authorization or "").partition(" ")
+        token = param.strip()
+        if not (authorization and scheme and token) or scheme.lower() != "bearer":
+            raise Unauthenticated("a bearer token is required")
+        return token
 
 
-async def _caller(
-    request: Request, door: Annotated[Coordinator, Depends(_door)], token: Annotated[str, Depends(_token)]
-) -> Principal:
-    known = request.scope.get("state", {}).get(_PRINCIPAL)
-    if isinstance(known, Principal):
-        return known
-    principal = door.authenticate_cached(token)
-    if principal is None:
-        principal = await run_in_threadpool(door.authenticate, token)
-    return principal
+class _TokenScheme(_BearerScheme):
+    async def __call__(self, request: Request) -> str:
+        return self.token(request)
+
+
+class _CallerScheme(_BearerScheme):
+    async def __call__(self, request: Request) -> Principal:
+        token = self.token(request)
+        known = request.scope.get("state", {}).get(_PRINCIPAL)
+        if isinstance(known, Principal):
+            return known
+        door: Coordinator = request.app.state.coordinator
+        principal = door.authenticate_cached(token)
+        if principal is None:
+            principal = await run_in_threadpool(door.authenticate, token)
+        return principal
 
 
 Door = Annotated[Coordinator, Depends(_door)]
-BearerToken = Annotated[str, Depends(_token)]
-Caller = Annotated[Principal, Depends(_caller)]
+BearerToken = Annotated[str, Security(_TokenScheme())]
+Caller = Annotated[Principal, Security(_CallerScheme())]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 
 
