@@ -8,6 +8,7 @@ from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
 from studiolo.faces.a2a.requester import mount_requester
 from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
+from studiolo.faces.http.dispatch import install_route_index
 from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.hot import HotRoutes
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
@@ -42,6 +43,7 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
         mount_requester(app, coordinator, settings)  # delegations to remote A2A agents
     install_handlers(app)
     install_openapi(app)
+    install_route_index(app.router)  # a request's route found without scanning every route
     # outermost last: metrics → requests in flight → the caller → the body's size → hot → routes
     app.add_middleware(HotRoutes, door=coordinator, principal_key=PRINCIPAL_KEY)  # heartbeats
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
