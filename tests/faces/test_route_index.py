@@ -9,12 +9,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import fastapi.routing
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 
 from studiolo.faces.http.app import create_app
-from studiolo.faces.http.dispatch import RouteIndex
+from studiolo.faces.http.dispatch import RouteIndex, install_route_index
 from studiolo.settings import Settings
 from tests.faces.helpers import issue_tokens
 from tests.world import World
@@ -27,7 +28,9 @@ _METHODS = ("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS")
 
 @pytest.fixture
 def app(world: World) -> FastAPI:
-    return create_app(world.coord, Settings(database_url=world.coord.store.url))
+    app = create_app(world.coord, Settings(database_url=world.coord.store.url))
+    assert isinstance(app.router.middleware_stack, RouteIndex), "FastAPI lacks what the index mirrors"
+    return app
 
 
 @pytest.fixture
@@ -225,3 +228,10 @@ def _body(app: FastAPI, path: str) -> bytes:
     assert sent[0][1] == 200, sent
     body: bytes = sent[1][3]
     return body
+
+
+def test_without_fastapis_internals_the_router_scans(monkeypatch: pytest.MonkeyPatch) -> None:
+    router = APIRouter()
+    monkeypatch.delattr(fastapi.routing, "_IncludedRouter")
+    assert not install_route_index(router)
+    assert router.middleware_stack == router.app

@@ -24,12 +24,12 @@ router in the app (what `include_router` and `add_api_route` move) or its number
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import routing as fr
 from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
-from fastapi.telemetry._api import _route_selected
 from starlette import routing
 from starlette._utils import get_route_path
 from starlette.convertors import FloatConvertor, IntegerConvertor, StringConvertor, UUIDConvertor
@@ -103,18 +103,40 @@ class RouteIndex:
         fastapi_scope[fr._FASTAPI_INCLUDED_ROUTER_KEY] = included
         fr._update_scope(scope, child_scope)
         path = getattr(context.starlette_route, "path_format", None) or context.path_format
-        _route_selected(scope=scope, path=path, mount=False)
+        _ROUTE_SELECTED(scope=scope, path=path, mount=False)
         fastapi_scope[fr._FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY] = context
         scope["route"] = context.original_route
         await context.original_route.handle(scope, receive, send)
 
 
 def install_route_index(router: APIRouter) -> bool:
-    """Put the index in front of the router's own `app`, if nothing else is there."""
+    """Put the index in front of the router's own `app`, if nothing else is there and FastAPI
+    has the included-router internals it mirrors (0.165 does; older ones scan once and differ)."""
+    if _ROUTE_SELECTED is None or not all(hasattr(fr, name) for name in _INTERNALS):
+        return False
     if router.middleware_stack != router.app:  # the router has middleware of its own: leave it
         return False
     router.middleware_stack = RouteIndex(router)
     return True
+
+
+def _optional(module: str, name: str) -> Any:
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+_ROUTE_SELECTED = _optional("fastapi.telemetry._api", "_route_selected")  # telemetry's http.route
+_INTERNALS = (
+    "_IncludedRouter",
+    "_EffectiveRouteContext",
+    "_apply_router_form_limits",
+    "_get_fastapi_scope",
+    "_update_scope",
+    "_FASTAPI_INCLUDED_ROUTER_KEY",
+    "_FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY",
+)
 
 
 def _routers(router: APIRouter) -> tuple[APIRouter, ...]:
