@@ -19,7 +19,13 @@ from starlette.types import Receive, Scope, Send
 
 from studiolo import client as client_module
 from studiolo.faces.http.limits import BodyCaps, InFlightLimit
-from studiolo.faces.http.server import GC_YOUNG_THRESHOLD, ServerThread, raise_open_files_limit, settle_heap
+from studiolo.faces.http.server import (
+    GC_OLD_THRESHOLD,
+    GC_YOUNG_THRESHOLD,
+    ServerThread,
+    raise_open_files_limit,
+    settle_heap,
+)
 from studiolo.settings import Settings
 from tests.faces.helpers import Actors, complete, in_process, issue_tokens, new_task, submit, verify
 from tests.world import World
@@ -389,13 +395,13 @@ def test_event_streams_are_capped_per_principal(world: World) -> None:
             assert again.status_code == 200
 
 
-def test_settle_heap_freezes_start_up_and_raises_the_young_threshold() -> None:
+def test_settle_heap_freezes_start_up_and_raises_the_thresholds() -> None:
     """What `serve` does before serving (so full collections do not scan start-up's objects)."""
     before = gc.get_threshold()
     try:
         settle_heap()
         assert gc.get_freeze_count() > 10_000  # the modules and everything built so far
-        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, before[1], before[2])
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, before[1], GC_OLD_THRESHOLD)
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)

@@ -33,6 +33,7 @@ from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
 __all__ = [
+    "GC_OLD_THRESHOLD",
     "GC_YOUNG_THRESHOLD",
     "ServerThread",
     "free_port",
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 GC_YOUNG_THRESHOLD = 5000  # the cyclic collector's first threshold while serving (Python's: 700)
+GC_OLD_THRESHOLD = 100  # middle-generation collections before a full one is considered (Python's: 10)
 
 
 def _config(coordinator: Coordinator, settings: Settings, host: str, port: int) -> uvicorn.Config:
@@ -90,19 +92,23 @@ def _worker(coordinator: Coordinator, sock: socket.socket) -> None:
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def settle_heap(young: int = GC_YOUNG_THRESHOLD) -> None:
+def settle_heap(young: int = GC_YOUNG_THRESHOLD, old: int = GC_OLD_THRESHOLD) -> None:
     """Just before serving: move what start-up built (the modules and the app, about 225,000
-    objects) out of the cyclic collector's reach, and let the youngest generation fill up more
-    before a collection.
+    objects) out of the cyclic collector's reach, let the youngest generation fill up more
+    before a collection, and consider a full collection after `old` collections of the middle
+    generation instead of 10.
 
     A full collection holds the GIL, so the event loop, for as long as it scans: measured at
-    1,200 connections, 60-240 ms of CPU each, several times a minute, and they were the
-    heartbeats' p99 (docs/benchmarks.md). Frozen objects are never scanned (nor freed by the
-    collector: start-up objects live as long as the process anyway); a larger first threshold
-    means fewer short-lived request objects are promoted, so full collections come rarer."""
+    1,200 connections, 60-240 ms of CPU each, several times a minute, and at 5,000 (two
+    workers) 160-180 ms about once a minute per worker; they were the heartbeats' p99
+    (docs/benchmarks.md). Frozen objects are never scanned (nor freed by the collector:
+    start-up objects live as long as the process anyway); a larger first threshold means fewer
+    short-lived request objects are promoted; Python's own rule (a full collection only once
+    the objects promoted since the last one are a quarter of those that survived it) still
+    bounds the cyclic garbage left waiting."""
     gc.collect()
     gc.freeze()
-    _, middle, old = gc.get_threshold()
+    _, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, old)
 
 
