@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from studiolo._exceptions import Conflict
 from studiolo.core.model import Principal
 from studiolo.keys import public_key_text
 from studiolo.service import Coordinator
@@ -62,6 +63,19 @@ class Fleet:
         for a in self.agents[:n]:
             while len(a.spare) < 1:
                 a.spare.append(self._task(a))
+            self._renew(a)
+
+    def _renew(self, a: Agent) -> None:
+        """Renew the agent's lease before a step; an agent whose attempt lapsed (it stopped in an
+        earlier step, or setup took longer than its lease) claims a new task, so that every step
+        starts with every agent live."""
+        me = self.coord.authenticate(a.token)
+        try:
+            self.coord.heartbeat(me, a.attempt["id"], LEASE)
+        except Conflict:
+            a.task = self._task(a)
+            att = self.coord.claim(me, a.task["task_id"], LEASE)
+            a.attempt = {"id": att.id, "fence": att.fence}
 
     def last_event(self) -> int:
         """The audit's last sequence number: where the agents' event streams start."""
