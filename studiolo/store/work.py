@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select
+from sqlalchemy import Connection, func, insert, select
 
 from studiolo.core.model import (
     Attempt,
@@ -28,9 +28,6 @@ __all__ = ["Subjects", "WorkRepo"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 _INSERT_COMPLETION = insert(s.completions)
-_COMPLETION_BY_REQUEST = select(s.completions).where(
-    s.completions.c.project_id == bindparam("p"), s.completions.c.request_id == bindparam("r")
-)
 
 # The completion's statements (prepared SQL, see `_raw`).
 _WIDTHS = (len(s.tasks.c), len(s.attempts.c), len(s.candidates.c), len(s.completions.c))
@@ -272,10 +269,6 @@ class WorkRepo:
                 "created_at": c.created_at,
             },
         )
-
-    def completion_by_request(self, project_id: str, request_id: str) -> Completion | None:
-        row = self._c.execute(_COMPLETION_BY_REQUEST, {"p": project_id, "r": request_id}).first()
-        return _completion(row) if row else None
 
     def completion_of_task(self, task_id: str) -> Completion | None:
         row = self._raw.one(_COMPLETION_OF_TASK, {"t": task_id})
