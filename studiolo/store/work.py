@@ -49,10 +49,10 @@ _INSERT_COMPLETION_SQL = (
 )
 # Heartbeats (prepared SQL): the attempts and their tasks in one read, and the conditional
 # move of a lease (only a live attempt of its owner and of this incarnation moves).
-_LEASES = f"""
+_ATTEMPTS_AND_TASKS = f"""
 SELECT {columns(s.attempts, "a")}, {columns(s.tasks, "t")}
   FROM attempts a JOIN tasks t ON t.id = a.task_id
- WHERE a.id IN """
+ WHERE a.id """  # then `= :id`, or `IN (...)`
 _EXTEND_LEASE = (
     "UPDATE attempts SET lease_deadline = :deadline WHERE id = :id AND principal_id = :owner"
     f" AND status = '{AttemptStatus.ACTIVE.value}' AND incarnation = :incarnation AND lease_deadline > :now"
@@ -64,10 +64,6 @@ _ATTEMPT_SQL = f"SELECT {columns(s.attempts, 'a')} FROM attempts a WHERE a.id = 
 _ATTEMPTS_OF_TASK = f"SELECT {columns(s.attempts, 'a')} FROM attempts a WHERE a.task_id = :t ORDER BY a.fence"
 _COMPLETION_OF_TASK = f"SELECT {columns(s.completions, 'p')} FROM completions p WHERE p.task_id = :t"
 # An attempt with its task; a candidate with its task: one read each.
-_ATTEMPT_AND_TASK = f"""
-SELECT {columns(s.attempts, "a")}, {columns(s.tasks, "t")}
-  FROM attempts a JOIN tasks t ON t.id = a.task_id
- WHERE a.id = :id"""
 _CANDIDATE_AND_TASK = f"""
 SELECT {columns(s.candidates, "c")}, {columns(s.tasks, "t")}
   FROM candidates c JOIN tasks t ON t.id = c.task_id
@@ -157,11 +153,8 @@ class WorkRepo:
 
     def attempt_and_task(self, attempt_id: str) -> tuple[Attempt, Task] | None:
         """An attempt and its task, in one read (None: no such attempt)."""
-        row = self._raw.one(_ATTEMPT_AND_TASK, {"id": attempt_id})
-        if row is None:
-            return None
-        a = _WIDTHS[1]
-        return _attempt(row[:a]), _task(row[a:])
+        row = self._raw.one(_ATTEMPTS_AND_TASKS + "= :id", {"id": attempt_id})
+        return _attempt_and_task(row) if row is not None else None
 
     def candidate_and_task(self, candidate_id: str) -> tuple[Candidate, Task] | None:
         """A candidate and its task, in one read (None: no such candidate)."""
@@ -234,9 +227,8 @@ class WorkRepo:
         ids = sorted(set(attempt_ids))
         if not ids:
             return {}
-        rows = self._raw.all(_LEASES + in_list("i", len(ids)), in_params("i", ids))
-        width = len(s.attempts.c)
-        return {row[0]: (_attempt(row[:width]), _task(row[width:])) for row in rows}
+        rows = self._raw.all(_ATTEMPTS_AND_TASKS + "IN " + in_list("i", len(ids)), in_params("i", ids))
+        return {row[0]: _attempt_and_task(row) for row in rows}
 
     def extend_lease(self, a: Attempt, now: float, deadline: float) -> bool:
         """Move a live attempt's lease deadline; False (nothing written) unless the attempt is
@@ -357,6 +349,12 @@ def _contract_of(text: str) -> Contract:
     """A task's contract from its column, parsed once per text: every operation on a task
     reads it, a Contract is immutable, and the text is all it depends on."""
     return Contract.from_json(loads(text))
+
+
+def _attempt_and_task(row: Sequence[Any]) -> tuple[Attempt, Task]:
+    """An attempt's columns, then its task's (`_ATTEMPTS_AND_TASKS`)."""
+    a = _WIDTHS[1]
+    return _attempt(row[:a]), _task(row[a:])
 
 
 def _attempt(row: Sequence[Any]) -> Attempt:
