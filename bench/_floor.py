@@ -66,9 +66,10 @@ class Recorder:
         def checkout(dbapi: Any, _rec: Any, _proxy: Any) -> None:
             dbapi.log = self.log if self._on else None
 
-        event.listen(store.engine, "do_connect", factory)
-        event.listen(store.engine, "checkout", checkout)
-        store.engine.dispose()  # later connections come from the factory
+        for engine in {store.engine, store._writes}:  # the pool, and the writing connection
+            event.listen(engine, "do_connect", factory)
+            event.listen(engine, "checkout", checkout)
+            engine.dispose()  # later connections come from the factory
         sync = store._fsync
 
         def fsync(fd: int) -> None:

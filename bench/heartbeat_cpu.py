@@ -1,13 +1,14 @@
 """Server CPU per heartbeat: `studiolo serve` in a subprocess, 50 agents, one run.
 
-    python bench/heartbeat_cpu.py [--requests 5000] [--modes reuse,fresh,paced]
+    python bench/heartbeat_cpu.py [--requests 5000] [--modes reuse,fresh,paced] [--rate 80]
 
 Modes (each runs after the others, on the same server):
 - reuse: each agent sends its heartbeats back to back on one keep-alive connection;
 - fresh: the same, but on a new TCP connection each (what an agent did when the server
   closed connections idle for 5 s and agents heartbeat every 10 s);
-- paced: 80 heartbeats per second spread evenly (a fleet's rhythm: each request finds the
-  server idle, its own group commit, cold caches).
+- paced: `--rate` heartbeats per second (80) spread evenly (a fleet's rhythm: each request
+  finds the server idle and its caches cold; 10,000 agents at one heartbeat every 10 s on
+  two workers are 500 a second each).
 
 CPU is the server process's user + system time (`/proc`), over the requests sent. The load
 average goes with every line. The last line is JSON.
@@ -38,10 +39,10 @@ AGENTS = 50
 PACED_PER_S = 80.0
 
 
-async def _send(agents: list[Agent], port: int, mode: str, requests: int) -> None:
+async def _send(agents: list[Agent], port: int, mode: str, requests: int, rate: float = PACED_PER_S) -> None:
     conns = [Conn("127.0.0.1", port, "127.0.0.1", a.token) for a in agents]
     each = requests // len(agents)
-    gap = len(agents) / PACED_PER_S
+    gap = len(agents) / rate
 
     async def agent(i: int, a: Agent) -> None:
         if mode == "paced":
@@ -62,6 +63,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=5000)
     ap.add_argument("--modes", default="reuse,fresh,paced")
+    ap.add_argument("--rate", type=float, default=PACED_PER_S, help="heartbeats a second, paced")
     args = ap.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="studiolo-hb-") as tmp:
@@ -76,9 +78,9 @@ def main() -> None:
         try:
             asyncio.run(_send(fleet.agents, port, "reuse", args.requests))  # warm up
             for mode in args.modes.split(","):
-                requests = args.requests if mode != "paced" else min(args.requests, 800)
+                requests = args.requests if mode != "paced" else min(args.requests, max(800, int(args.rate * 10)))
                 cpu0, wall0 = cpu_seconds(server.pid), time.perf_counter()
-                asyncio.run(_send(fleet.agents, port, mode, requests))
+                asyncio.run(_send(fleet.agents, port, mode, requests, args.rate))
                 cpu, wall = cpu_seconds(server.pid) - cpu0, time.perf_counter() - wall0
                 results[mode] = round(cpu * 1000 / requests, 3)
                 print(

@@ -209,6 +209,13 @@ class Store:
             raise ValueError("SQLite has no server clock: use clock_source='service'")
         self.writer_gate = (self.dialect == "postgresql") if writer_gate is None else writer_gate
         self.engine: Engine = _make_engine(url, self.dialect, pool_size, max_overflow)
+        # SQLite on a file: the group commit always writes on one connection of its own.
+        # SQLite empties a connection's page cache when another connection wrote, and each
+        # connection keeps its own prepared statements: a pooled connection, taken in turn,
+        # would start most groups cold.
+        self._writes: Engine = self.engine
+        if self.is_sqlite and _beside(url, "") is not None:
+            self._writes = _make_engine(url, self.dialect, 1, 0, only=True)
         self._local_writer = threading.Lock()  # whole-ledger writers (every writer on SQLite)
         self._chain_locks: dict[str, threading.Lock] = {}  # one writer per chain per process
         self._chain_locks_guard = threading.Lock()
@@ -240,6 +247,8 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._writes is not self.engine:
+            self._writes.dispose()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -294,7 +303,7 @@ class Store:
         deferred = self._wal_path is not None
         durable = any(job.durable for job in jobs)
         light = deferred or not durable
-        with self._writer_lock(), self.engine.connect() as conn:
+        with self._writer_lock(), self._writes.connect() as conn:
             if light:
                 conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
             try:
@@ -683,13 +692,16 @@ def _autocommit_execute(raw: Any, sql: str, keys: list[int]) -> None:
         raw.autocommit = False
 
 
-def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int) -> Engine:
+def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int, *, only: bool = False) -> Engine:
+    """The engine for `url`; `only`: SQLite's one writing connection (pool of one)."""
     if dialect == "sqlite":
         _create_private_sqlite_file(url)
         # Keep a connection per server thread (anyio's pool has 40): a SQLite connection is
-        # cheap to keep and costly to open (a file, the pragmas, a WAL index map).
+        # cheap to keep and costly to open (a file, the pragmas, a WAL index map). The most
+        # recently returned one goes out first: its caches are the warmest.
         on_disk = _beside(url, "") is not None
-        pool = {"pool_size": _SQLITE_POOL, "max_overflow": _SQLITE_POOL} if on_disk else {}
+        size, overflow = (1, 0) if only else (_SQLITE_POOL, _SQLITE_POOL)
+        pool = {"pool_size": size, "max_overflow": overflow, "pool_use_lifo": True} if on_disk else {}
         engine = create_engine(
             url,
             connect_args={"isolation_level": None, "check_same_thread": False, "timeout": 30},

@@ -126,6 +126,35 @@ def test_the_lane_writes_queued_heartbeats_together(world: World, monkeypatch: p
     assert json.loads(answers[5].body)["reason"] == "caller_not_attempt_owner"
 
 
+def test_under_load_the_lane_takes_a_batch_at_most_once_per_window(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A heartbeat that finds the lane idle goes at once; those that arrive within a window
+    of the last batch wait for the window's end and go together."""
+    attempts = [world.coord.claim(world.agent, world.new_task(f"t{i}").id, 60) for i in range(4)]
+    lane = hot.LeaseLane(world.coord, window=1.0)
+    sizes: list[int] = []
+    original = world.coord.heartbeats
+
+    def counted(beats: Any) -> Any:
+        sizes.append(len(beats))
+        return original(beats)
+
+    monkeypatch.setattr(world.coord, "heartbeats", counted)
+
+    async def go() -> list[Any]:
+        first = await lane.beat(world.agent, "-", attempts[0].id, 60)
+        rest = []
+        for a in attempts[1:]:  # one by one, as a fleet's arrive
+            rest.append(asyncio.ensure_future(lane.beat(world.agent, "-", a.id, 60)))
+            await asyncio.sleep(0.01)
+        return [first, *await asyncio.gather(*rest)]
+
+    answers = asyncio.run(go())
+    assert sizes == [1, 3]
+    assert [json.loads(r.body)["id"] for r in answers] == [a.id for a in attempts]
+
+
 def test_the_lane_thread_ends_when_idle_and_comes_back(world: World) -> None:
     att = world.coord.claim(world.agent, world.new_task().id, 60)
     lane = hot.LeaseLane(world.coord, idle=0.05)

@@ -90,7 +90,7 @@ def test_a_failing_write_is_undone_alone_and_its_group_commits(tmp_path: Path) -
 def test_a_lease_extension_commits_without_fsync_and_the_next_write_is_durable(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.write(volatile(_bump("light")))
-    with store.engine.connect() as conn:  # the pooled connection is back to FULL (2)
+    with store._writes.connect() as conn:  # the writing connection is back to FULL (2)
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
     assert store.read(lambda tx: tx.meta.get("light")) == "1"
     store.dispose()

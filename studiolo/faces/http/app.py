@@ -45,7 +45,9 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     install_openapi(app)
     install_route_index(app.router)  # a request's route found without scanning every route
     # outermost last: metrics → requests in flight → the caller → the body's size → hot → routes
-    app.add_middleware(HotRoutes, door=coordinator, principal_key=PRINCIPAL_KEY)  # heartbeats
+    app.add_middleware(
+        HotRoutes, door=coordinator, principal_key=PRINCIPAL_KEY, window=settings.heartbeat_window_seconds
+    )  # heartbeats
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
     app.add_middleware(AuthenticateFirst, door=coordinator)
     app.add_middleware(InFlightLimit, max_requests=settings.max_in_flight_requests)
