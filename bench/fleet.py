@@ -202,7 +202,7 @@ def _wait_ready(proc: subprocess.Popen[bytes], port: int) -> subprocess.Popen[by
 
 def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "STUDIOLO_DATABASE_URL": url}
-    argv = [sys.executable, os.environ.get("SRV", "-c"), *([] if os.environ.get("SRV") else ["from studiolo.faces.cli import main; main()"]), "serve", "--port", str(port)]
+    argv = [sys.executable, "-c", "from studiolo.faces.cli import main; main()", "serve", "--port", str(port)]
     if workers > 1:
         argv += ["--workers", str(workers)]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
