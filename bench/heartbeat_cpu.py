@@ -78,7 +78,8 @@ def main() -> None:
         try:
             asyncio.run(_send(fleet.agents, port, "reuse", args.requests))  # warm up
             for mode in args.modes.split(","):
-                requests = args.requests if mode != "paced" else min(args.requests, max(800, int(args.rate * 10)))
+                paced = min(args.requests, max(800, int(args.rate * 10)))  # about 10 s
+                requests = args.requests if mode != "paced" else paced
                 cpu0, wall0 = cpu_seconds(server.pid), time.perf_counter()
                 asyncio.run(_send(fleet.agents, port, mode, requests, args.rate))
                 cpu, wall = cpu_seconds(server.pid) - cpu0, time.perf_counter() - wall0

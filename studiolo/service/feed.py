@@ -1,7 +1,7 @@
-"""Following a project's events with one read per project, not one per follower.
+"""Following projects' events with one read, not one per follower or per project.
 
-A face that serves many followers of one project (the HTTP event stream) reads the project's
-new events once with `event_feed` and shows each follower only what its `EventAccess` lets
+A face that serves many followers of some projects (the HTTP event stream) reads their new
+events together with `event_feed` and shows each follower only what its `EventAccess` lets
 it see. An access is valid for one *auth generation* (`_auth.py`): every revocation bumps
 it, and `event_feed` returns the generation it read at, so a face re-checks each follower
 (`event_access` again, with its token re-authenticated) when the feed's generation moves.
@@ -9,7 +9,7 @@ it, and `event_feed` returns the generation it read at, so a face re-checks each
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from studiolo.core.model import Action, Event, Principal
@@ -53,13 +53,13 @@ class FeedOps(Door):
 
         return self.store.read(run)
 
-    def event_feed(self, project_id: str, after: int, limit: int = 1000) -> FeedBatch:
-        """The project's events after `after`, unfiltered: only for a face that shows each of
-        them through an `EventAccess` of the returned generation."""
+    def event_feed(self, project_ids: Sequence[str], after: int, limit: int = 1000) -> FeedBatch:
+        """The events of the named projects after `after`, in seq order, unfiltered: only for a
+        face that shows each of them through an `EventAccess` of the returned generation."""
 
         def run(tx: Tx) -> FeedBatch:
             upto = tx.audit.last()[0]
-            events = tx.audit.events(project_id, after, limit)
+            events = tx.audit.events_of(project_ids, after, limit)
             if len(events) == limit:
                 upto = events[-1].seq
             return FeedBatch(tx.access.auth_generation(), upto, events)

@@ -51,6 +51,10 @@ _EVENTS_OF_SUBJECT = (
     f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > :after AND subject = :subject"
     " AND (project_id || '') = :p ORDER BY seq LIMIT :n"
 )
+# New events of some projects (the event streams' feed): read along seq from `after` (the
+# newest few), not through ix_events_project once per project: `project_id || ''` keeps
+# that index out of play.
+_EVENTS_OF_PROJECTS = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > :after AND (project_id || '') IN "
 GENESIS = "sha256:" + "0" * 64
 
 
@@ -215,6 +219,14 @@ class AuditRepo:
             q = q.where(s.events.c.project_id == project_id)
         rows = self._c.execute(q.order_by(s.events.c.seq).limit(limit))
         return [_event(r) for r in rows]
+
+    def events_of(self, project_ids: Sequence[str], after: int, limit: int) -> list[Event]:
+        """The events of any of `project_ids` after `after`, oldest first, at most `limit`."""
+        ids = sorted(set(project_ids))
+        if not ids:
+            return []
+        sql = _EVENTS_OF_PROJECTS + in_list("p", len(ids)) + " ORDER BY seq LIMIT :n"
+        return [_event_of(r) for r in self._raw.all(sql, {"after": after, "n": limit, **in_params("p", ids)})]
 
     def events_about(self, project_id: str, subjects: list[str], limit: int = 500) -> list[Event]:
         """The project's events whose subject is one of `subjects`, oldest first (the dashboard).

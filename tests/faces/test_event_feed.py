@@ -15,7 +15,7 @@ from typing import Any
 from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.routes.events import _Follower
 from studiolo.service import Coordinator
-from tests.world import World, build_world
+from tests.world import World, add_project, build_world
 
 POLL = 0.02
 
@@ -85,6 +85,52 @@ def test_followers_share_one_reader_and_each_sees_its_own_view(tmp_path: Path) -
     # one feed read per poll for everyone; own reads only to start or catch up
     assert calls["event_feed"] <= 2.0 / POLL + 5
     assert calls["events"] < 11 * 8
+
+
+def test_followers_of_several_projects_share_one_read_per_poll(tmp_path: Path) -> None:
+    """Three projects, three followers each, one project followed only from mid-run: every
+    follower gets its own project's events, all, in order, once; the process reads once a
+    poll for all of them, not once per project."""
+    w = build_world(tmp_path, clock=time.time)
+    worlds = [w, *(add_project(w.coord, w.admin, time.time, name) for name in ("second", "third"))]
+    token = w.coord.rotate_token(w.admin, w.admin.id).token
+    calls: Counter[str] = Counter()
+    _counting(w.coord, calls)
+    feeds = Feeds(w.coord, POLL)
+    seen: dict[str, list[list[dict[str, Any]]]] = {x.project_id: [[] for _ in range(3)] for x in worlds}
+
+    async def scenario() -> None:
+        async def follow(project_id: str, out: list[dict[str, Any]], delay: float) -> None:
+            await asyncio.sleep(delay)
+            feed = feeds.join(project_id)
+            access = w.coord.event_access(w.coord.authenticate(token), project_id)
+            try:
+                await _collect(_Follower(w.coord, token, feed, access, 0), 2.0 - delay, out)
+            finally:
+                feeds.leave(feed)
+
+        jobs = [
+            follow(x.project_id, out, 0.5 if x is worlds[2] else 0.0)
+            for x in worlds
+            for out in seen[x.project_id]
+        ]
+
+        async def write() -> None:
+            for i in range(30):
+                x = worlds[i % 3]
+                await asyncio.to_thread(x.edit, "src/answer.txt", f"{i}".encode())
+                await asyncio.sleep(0.02)
+
+        await asyncio.gather(write(), *jobs)
+
+    asyncio.run(scenario())
+    for x in worlds:
+        ledger = [e.seq for e in w.coord.events(w.admin, x.project_id, 0, 1000)]
+        assert len(ledger) > 10
+        for out in seen[x.project_id]:
+            assert [e["seq"] for e in out] == ledger  # all, in order, once each; none of another project
+    assert calls["event_feed"] <= 2.0 / POLL + 5  # one read a poll, whatever the projects
+    assert len(feeds) == 0
 
 
 def test_a_revocation_ends_a_follower_at_the_next_poll(tmp_path: Path) -> None:

@@ -95,7 +95,9 @@ class LeaseLane:
     At most `max_batch` heartbeats share a transaction, and a batch is taken at most once
     per `window` seconds (see the module's docstring)."""
 
-    def __init__(self, door: Coordinator, idle: float = 5.0, max_batch: int = 256, window: float = 0.0) -> None:
+    def __init__(
+        self, door: Coordinator, idle: float = 5.0, max_batch: int = 256, window: float = 0.0
+    ) -> None:
         self.door, self._idle, self._max, self._window = door, idle, max_batch, window
         self._next = 0.0  # monotonic time before which no new batch is taken
         self._queue: queue.SimpleQueue[_Beat] = queue.SimpleQueue()
