@@ -32,7 +32,7 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     app.state.metrics = Metrics()
     app.state.event_poll_seconds = event_poll_seconds
     app.state.stream_slots = StreamSlots(settings.max_streams_per_principal)
-    app.state.feeds = Feeds(coordinator, event_poll_seconds)  # one reader per followed project
+    app.state.feeds = Feeds(coordinator, event_poll_seconds)  # one reader for the followed projects
     for router in ROUTERS:
         app.include_router(router)
     install_web(app)  # the dashboard, under /ui
