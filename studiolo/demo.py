@@ -86,7 +86,7 @@ def edit(demo: DemoProject, who: str, path: str, data: bytes) -> int:
 
 
 def seed(coord: Coordinator, admin: Principal, name: str = "demo") -> tuple[DemoProject, list[Task]]:
-    """The project `studiolo run` serves: the demo cast and three open tasks."""
+    """The project `studiolo run` serves: the demo cast, three open tasks and an A2A intake."""
     demo = setup_project(coord, admin, name)
     ci = [demo.who("ci").id]
     for name, argv in SEED_CHECKERS.items():
@@ -102,7 +102,24 @@ def seed(coord: Coordinator, admin: Principal, name: str = "demo") -> tuple[Demo
         )
         for title, text, sc, checker in specs
     ]
+    _seed_delegation(demo)
     return demo, tasks
+
+
+def _seed_delegation(demo: DemoProject) -> None:
+    """A2A: a `requester` who may delegate work under src/, and the one skill it may ask for
+    (so the served Agent Card lists a skill and a remote agent can hand work in)."""
+    coord, admin, pid = demo.coord, demo.admin, demo.project_id
+    demo.issued["requester"] = coord.add_principal(admin, pid, "requester", "agent")
+    coord.grant(admin, pid, demo.who("requester").id, ["delegate"], ["src/**"])
+    coord.define_intake(
+        admin,
+        pid,
+        "greeting",
+        description="Add src/hello.txt saying hello; done when the greeting check passes.",
+        criteria={"tests": "greeting@1"},
+        scope=["src/**"],
+    )
 
 
 # Real checks that `studiolo verifier run` executes on each candidate tree (kind `command`).

@@ -56,6 +56,7 @@ def test_make_run_serves_the_demo_and_a_task_completes(tmp_path: Path) -> None:
         agent = saved["principals"]["agent-a"]["token"]
         verifier = saved["principals"]["ci"]["token"]
         _mcp_answers(url, agent)  # the served app's lifespan runs the MCP session manager
+        _a2a_answers(url, saved)
 
         def cli(token: str, *args: str) -> Any:
             run = subprocess.run(
@@ -111,6 +112,29 @@ def _mcp_answers(url: str, token: str) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["result"]["structuredContent"]["principal"]["name"] == "agent-a"
     assert httpx.post(f"{url}/mcp", json=call, headers={"Accept": headers["Accept"]}).status_code == 401
+
+
+def _a2a_answers(url: str, saved: dict[str, Any]) -> None:
+    """The demo's Agent Card lists its one skill, and the requester can hand work in."""
+    card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=30).json()
+    skill = f"{saved['project_id']}/greeting"
+    assert [s["id"] for s in card["skills"]] == [skill] and card["signatures"]
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {
+            "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "say hello"}]},
+            "configuration": {"returnImmediately": True},
+        },
+    }
+    headers = {
+        "Authorization": f"Bearer {saved['principals']['requester']['token']}",
+        "A2A-Version": "1.0",
+        "A2A-Extensions": card["capabilities"]["extensions"][0]["uri"],
+    }
+    answer = httpx.post(f"{url}/a2a/jsonrpc", json=body, headers=headers, timeout=30).json()
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED", answer
 
 
 @contextlib.contextmanager

@@ -159,8 +159,11 @@ def _banner(console: Console, saved: dict[str, Any], state_dir: Path) -> None:
         ("docs", "/docs"),
         ("OpenAPI", "/openapi.json"),
         ("health", "/healthz"),
+        ("MCP", "/mcp"),
+        ("dashboard", "/ui"),
+        ("A2A card", "/.well-known/agent-card.json"),
     ):
-        console.print(f"{label:>8}  {url}{where}")
+        console.print(f"{label:>9}  {url}{where}")
     table = Table(
         title=f"demo project {saved.get('project_id')} — tokens (also in {state_dir}/demo-tokens.json)"
     )
