@@ -28,6 +28,8 @@ class Settings:
     body_timeout_seconds: float = 60.0
     max_connections_per_address: int = 128
     max_in_flight_requests: int = 256
+    max_queued_requests: int = 1024  # over `max_in_flight_requests`, this many wait for a slot
+    queue_wait_seconds: float = 2.0  # ... this long at most, then 503 `overloaded`
     heartbeat_window_seconds: float = 0.02  # heartbeats under load are written together, per window
     max_json_bytes: int = 1024 * 1024
     max_candidate_bytes: int = 4 * 1024 * 1024
@@ -65,6 +67,8 @@ class Settings:
                 e.get("STUDIOLO_MAX_CONNECTIONS_PER_ADDRESS", base.max_connections_per_address)
             ),
             max_in_flight_requests=int(e.get("STUDIOLO_MAX_IN_FLIGHT", base.max_in_flight_requests)),
+            max_queued_requests=int(e.get("STUDIOLO_MAX_QUEUED", base.max_queued_requests)),
+            queue_wait_seconds=float(e.get("STUDIOLO_QUEUE_WAIT", base.queue_wait_seconds)),
             heartbeat_window_seconds=float(e.get("STUDIOLO_HEARTBEAT_WINDOW", base.heartbeat_window_seconds)),
             max_json_bytes=int(e.get("STUDIOLO_MAX_JSON_BYTES", base.max_json_bytes)),
             max_candidate_bytes=int(e.get("STUDIOLO_MAX_CANDIDATE_BYTES", base.max_candidate_bytes)),

@@ -9,7 +9,7 @@ import json
 import resource
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -335,6 +335,71 @@ def test_the_in_flight_limit_counts_requests_until_their_response_starts() -> No
         return statuses
 
     assert anyio.run(main) == [200, 200, 200, 200]
+
+
+def test_over_the_limit_requests_queue_in_order_and_a_full_or_stale_queue_is_refused() -> None:
+    """Two slots, two places in the queue: the queued requests get the freed slots oldest
+    first; a fifth is refused at once (queue full); a waiter whose wait runs out gets 503."""
+    gates = {name: anyio.Event() for name in ("a", "b", "c", "d")}
+    started: list[str] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        name = scope["path"].strip("/")
+        started.append(name)
+        if name in gates:
+            await gates[name].wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": name.encode()})
+
+    async def until(condition: Callable[[], bool]) -> None:
+        with anyio.fail_after(5):
+            while not condition():
+                await anyio.sleep(0.005)
+
+    def client(limit: InFlightLimit) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=limit), base_url="http://t")
+
+    async def queue() -> dict[str, int]:
+        limited = InFlightLimit(app, max_requests=2, max_waiting=2, wait_seconds=5)
+        statuses: dict[str, int] = {}
+        async with client(limited) as http:
+
+            async def get(path: str) -> None:
+                statuses[path] = (await http.get(path)).status_code
+
+            async with anyio.create_task_group() as tg:
+                for name, waiting in (("a", 0), ("b", 0), ("c", 1), ("d", 2)):  # c, then d, queue
+                    tg.start_soon(get, f"/{name}")
+                    await until(lambda n=name, w=waiting: n in started or limited.waiting == w)
+                assert (limited.active, limited.waiting, started) == (2, 2, ["a", "b"])
+                refused = await http.get("/e")  # the queue is full
+                assert refused.status_code == 503 and refused.json()["reason"] == "overloaded"
+                gates["b"].set()  # b's slot goes to c, the oldest waiter
+                await until(lambda: started == ["a", "b", "c"])
+                gates["a"].set()
+                await until(lambda: started == ["a", "b", "c", "d"])
+                assert (limited.active, limited.waiting) == (2, 0)
+                gates["c"].set()
+                gates["d"].set()
+        assert (limited.active, limited.waiting) == (0, 0)
+        return statuses
+
+    async def stale() -> int:
+        short = InFlightLimit(app, max_requests=1, max_waiting=4, wait_seconds=0.05)
+        gates["a"] = anyio.Event()
+        async with client(short) as http, anyio.create_task_group() as tg:
+            tg.start_soon(http.get, "/a")
+            await until(lambda: short.active == 1)
+            status = (await http.get("/x")).status_code  # waits 50 ms, then is refused
+            with anyio.move_on_after(0.01):  # a client that goes away while it waits
+                await http.get("/y")
+            assert short.waiting == 0 and "x" not in started and "y" not in started
+            gates["a"].set()
+        assert (short.active, short.waiting) == (0, 0)
+        return status
+
+    assert anyio.run(queue) == {"/a": 200, "/b": 200, "/c": 200, "/d": 200}
+    assert anyio.run(stale) == 503
 
 
 # event streams ------------------------------------------------------------------------------

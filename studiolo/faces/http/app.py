@@ -50,6 +50,11 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     )  # heartbeats
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
     app.add_middleware(AuthenticateFirst, door=coordinator)
-    app.add_middleware(InFlightLimit, max_requests=settings.max_in_flight_requests)
+    app.add_middleware(
+        InFlightLimit,
+        max_requests=settings.max_in_flight_requests,
+        max_waiting=settings.max_queued_requests,
+        wait_seconds=settings.queue_wait_seconds,
+    )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app

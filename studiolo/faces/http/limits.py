@@ -7,9 +7,10 @@ Connection-level limits (header and body deadlines, connections per address) liv
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -101,31 +102,43 @@ class InFlightLimit:
 
     Requests are counted, not sockets: an idle or half-sent connection holds no slot (the
     protocol's deadlines close it), and a long response (an event stream) gives its slot
-    back once it starts. Over the limit: 503 `overloaded` with `Retry-After`.
+    back once it starts. Over the limit a request waits, first come first served, up to
+    `wait_seconds` for a slot with at most `max_waiting` others (a burst, such as a fleet
+    reconnecting, is absorbed rather than refused); past either bound: 503 `overloaded` with
+    `Retry-After`. A freed slot passes straight to the oldest waiter, so a newcomer never
+    overtakes the queue.
     """
 
-    def __init__(self, app: ASGIApp, max_requests: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_requests: int, max_waiting: int = 0, wait_seconds: float = 0.0
+    ) -> None:
         self.app = app
         self.max_requests = max_requests
+        self.max_waiting = max_waiting
+        self.wait_seconds = wait_seconds
         self.active = 0  # touched only on the event loop
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.active >= self.max_requests:
+        if not await self._admit():
             detail = f"more than {self.max_requests} requests are in progress; retry shortly"
             refusal = problem_response(503, reason="overloaded", detail=detail, headers={"Retry-After": "1"})
             await refusal(scope, receive, send)
             return
-        self.active += 1
         held = True
 
         def release() -> None:
             nonlocal held
             if held:
                 held = False
-                self.active -= 1
+                self._release()
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -136,6 +149,39 @@ class InFlightLimit:
             await self.app(scope, receive, sending)
         finally:
             release()
+
+    async def _admit(self) -> bool:
+        """Take a slot (True), waiting for one if the queue has room, or give up (False)."""
+        if self.active < self.max_requests and not self._waiting:
+            self.active += 1
+            return True
+        if self.wait_seconds <= 0 or self.waiting >= self.max_waiting:
+            return False
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            async with asyncio.timeout(self.wait_seconds):
+                await turn
+            return True  # `_release` handed this request its slot
+        except TimeoutError:
+            return turn.done() and not turn.cancelled()  # handed over just as the wait ran out
+        except BaseException:  # the client went away while waiting
+            if turn.done() and not turn.cancelled():
+                self._release()
+            raise
+        finally:
+            if turn.cancelled() or not turn.done():  # not handed a slot: leave the queue
+                turn.cancel()
+                with contextlib.suppress(ValueError):  # `_release` may have dropped it already
+                    self._waiting.remove(turn)
+
+    def _release(self) -> None:
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():  # a waiter cancelled in between is skipped
+                turn.set_result(None)  # the slot passes on; `active` is unchanged
+                return
+        self.active -= 1
 
 
 class StreamSlots:
