@@ -369,8 +369,12 @@ def test_over_the_limit_requests_queue_in_order_and_a_full_or_stale_queue_is_ref
 
             async with anyio.create_task_group() as tg:
                 for name, waiting in (("a", 0), ("b", 0), ("c", 1), ("d", 2)):  # c, then d, queue
+
+                    def arrived(n: str = name, w: int = waiting) -> bool:
+                        return limited.waiting == w if w else n in started  # running, or queued
+
                     tg.start_soon(get, f"/{name}")
-                    await until(lambda n=name, w=waiting: n in started or limited.waiting == w)
+                    await until(arrived)
                 assert (limited.active, limited.waiting, started) == (2, 2, ["a", "b"])
                 refused = await http.get("/e")  # the queue is full
                 assert refused.status_code == 503 and refused.json()["reason"] == "overloaded"
