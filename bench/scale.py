@@ -150,24 +150,45 @@ def _client_process(
                 results.append((time.perf_counter() - start, outcome))
 
     barrier.wait()
-    began = time.time()
+    began, cpu = time.time(), time.process_time()
     pool = [threading.Thread(target=run) for _ in range(threads)]
     for t in pool:
         t.start()
     for t in pool:
         t.join()
-    out.put((began, time.time(), results))
+    out.put((began, time.time(), results, time.process_time() - cpu))
     transport.close()
 
 
-def _run_clients(opts: Options, target: Any, args_for: Any) -> tuple[float, list[tuple[float, str]]]:
+@dataclass
+class Usage:
+    """CPU while the clients ran: theirs (summed over their processes) and the whole machine's."""
+
+    client_cpu_s: float = 0.0
+    machine_busy_s: float = 0.0
+
+
+def _busy_seconds() -> float:
+    """CPU seconds the machine has spent busy since boot (every core; /proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _run_clients(
+    opts: Options, target: Any, args_for: Any, usage: Usage | None = None
+) -> tuple[float, list[tuple[float, str]]]:
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(opts.processes + 1), ctx.Queue()
     procs = [ctx.Process(target=target, args=(*args_for(p), barrier, out)) for p in range(opts.processes)]
     for proc in procs:
         proc.start()
     barrier.wait()
+    busy = _busy_seconds()
     parts = [out.get(timeout=900) for _ in procs]
+    if usage is not None:
+        usage.machine_busy_s += _busy_seconds() - busy
+        usage.client_cpu_s += sum(p[3] for p in parts)
     for proc in procs:
         proc.join()
     began, ended = min(p[0] for p in parts), max(p[1] for p in parts)
@@ -236,6 +257,9 @@ def projects(opts: Options, seed: Seed, logs: Path, rng: random.Random) -> dict[
             "accepted": sum(r["accepted"] for r in parts),
             "completions_per_s": round(done / seconds, 1),
             "p99_ms": max(r["p99_ms"] for r in parts),
+            # cores busy while the clients ran (the machine has 2), and the clients' share
+            "machine_cores": round(sum(r["machine_busy_s"] for r in parts) / seconds, 2),
+            "client_cores": round(sum(r["client_cpu_s"] for r in parts) / seconds, 2),
         }
     return out
 
@@ -266,7 +290,7 @@ def _read_process(
         t.start()
     for t in pool:
         t.join()
-    out.put((began, time.time(), results))
+    out.put((began, time.time(), results, 0.0))
     transport.close()
 
 
@@ -285,10 +309,13 @@ def reads(opts: Options, bases: list[str], items: list[dict[str, Any]]) -> dict[
 
 def completions(opts: Options, bases: list[str], requests: list[dict[str, Any]]) -> dict[str, Any]:
     shards = [requests[p :: opts.processes] for p in range(opts.processes)]
-    seconds, results = _run_clients(opts, _client_process, lambda p: (bases, shards[p], opts.threads))
+    usage = Usage()
+    seconds, results = _run_clients(opts, _client_process, lambda p: (bases, shards[p], opts.threads), usage)
     latencies = sorted(r[0] for r in results)
     accepted = sum(1 for r in results if r[1] == "accepted")
     return {
+        "client_cpu_s": round(usage.client_cpu_s, 3),
+        "machine_busy_s": round(usage.machine_busy_s, 3),
         "requests": len(results),
         "accepted": accepted,
         "outcomes": _count(r[1] for r in results),
