@@ -313,7 +313,7 @@ def test_serve_and_run_prepare_then_serve(tmp_path: Path, monkeypatch: pytest.Mo
     ran = runner.invoke(app, ["run", "--port", "9998"])
     assert ran.exit_code == 0, ran.output
     saved = json.loads((tmp_path / ".studiolo" / "demo-tokens.json").read_text())
-    assert set(saved["principals"]) == {"agent-a", "agent-b", "ci", "editor"}
+    assert set(saved["principals"]) == {"agent-a", "agent-b", "ci", "editor", "requester"}
     assert saved["url"] == "http://127.0.0.1:9998" and saved["admin"] in ran.stdout
     assert (tmp_path / ".studiolo" / "demo-tokens.json").stat().st_mode & 0o777 == 0o600
     rerun = runner.invoke(app, ["run", "--port", "9998"])
