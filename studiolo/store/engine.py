@@ -216,6 +216,9 @@ class Store:
         self._writes: Engine = self.engine
         if self.is_sqlite and _beside(url, "") is not None:
             self._writes = _make_engine(url, self.dialect, 1, 0, only=True)
+            # It only ever commits groups, each made durable by `_sync_wal` when it must be:
+            # NORMAL for good, rather than switched to and fro around every group.
+            event.listen(self._writes, "connect", _sqlite_normal_sync)
         self._local_writer = threading.Lock()  # whole-ledger writers (every writer on SQLite)
         self._chain_locks: dict[str, threading.Lock] = {}  # one writer per chain per process
         self._chain_locks_guard = threading.Lock()
@@ -300,9 +303,9 @@ class Store:
         group returns the fsync of the WAL, which the group commit runs after releasing the
         locks and before answering its callers. A ledger with no WAL path (in memory) keeps
         `synchronous=FULL` for a durable group."""
-        deferred = self._wal_path is not None
+        deferred = self._wal_path is not None  # then `_writes` is the writing connection, NORMAL
         durable = any(job.durable for job in jobs)
-        light = deferred or not durable
+        light = not deferred and not durable
         with self._writer_lock(), self._writes.connect() as conn:
             if light:
                 conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
@@ -756,6 +759,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def _sqlite_normal_sync(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.execute("PRAGMA synchronous=NORMAL")
 
 
 def _beside(url: str, suffix: str) -> str | None:

@@ -88,11 +88,26 @@ def test_a_failing_write_is_undone_alone_and_its_group_commits(tmp_path: Path) -
 
 
 def test_a_lease_extension_commits_without_fsync_and_the_next_write_is_durable(tmp_path: Path) -> None:
-    store = _store(tmp_path)
+    synced: list[int] = []
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        os.fsync(fd)
+
+    store = Store(Settings.sqlite_url(tmp_path / "ledger.db"), fsync=fsync)
+    store.upgrade()
+    synced.clear()
     store.write(volatile(_bump("light")))
-    with store._writes.connect() as conn:  # the writing connection is back to FULL (2)
+    assert synced == []  # no fsync for a lease extension
+    store.write(_bump("heavy"))
+    assert synced == [(tmp_path / "ledger.db-wal").stat().st_ino]  # the WAL, once
+    # The writing connection commits NORMAL for good (the store syncs the WAL itself); every
+    # other connection keeps FULL, so a commit made anywhere else syncs on its own.
+    with store._writes.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 1
+    with store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2
-    assert store.read(lambda tx: tx.meta.get("light")) == "1"
+    assert store.read(lambda tx: tx.meta.get_many(("light", "heavy"))) == {"light": "1", "heavy": "1"}
     store.dispose()
 
 
