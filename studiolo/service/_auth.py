@@ -48,5 +48,9 @@ class AuthCache:
                 self._entries.pop(next(iter(self._entries)))  # the oldest entry
             self._entries[token_hash] = principal
 
+    @property
+    def max_entries(self) -> int:
+        return self._max
+
     def __len__(self) -> int:
         return len(self._entries)

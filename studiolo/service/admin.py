@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -113,6 +113,28 @@ class AdminOps(Door):
         signal = self.store.auth_signal
         mark = signal.value() if token and signal is not None else None
         return None if mark is None else self.auth_cache.get(hash_token(token or ""), mark)
+
+    def warm_auth_cache(self) -> int:
+        """Read every live token at once (up to the cache's size) into the authentication
+        cache, as `authenticate` would one by one: a server starting under a fleet does not
+        pay one ledger read per agent's first request. Entries are held under the auth signal
+        read first (or the auth generation read with them), so a revocation after this read
+        still ends them. Returns how many were read."""
+        limit = self.auth_cache.max_entries
+        signal = self.store.auth_signal
+        mark = signal.value() if signal is not None else None
+        if mark is not None:
+            rows = self.store.read(lambda tx: tx.access.live_token_principals(limit), settled=False)
+            generation: Hashable = mark
+        else:
+
+            def run(tx: Tx) -> tuple[Hashable, list[tuple[str, Principal]]]:
+                return tx.access.auth_generation(), tx.access.live_token_principals(limit)
+
+            generation, rows = self.store.read(run, settled=False)
+        for digest, principal in rows:
+            self.auth_cache.put(digest, generation, principal)
+        return len(rows)
 
     def _token_principal(self, digest: str, mark: int) -> Principal | None:
         """Read the token (after reading `mark`: see `authsignal.py`) and cache it under `mark`."""

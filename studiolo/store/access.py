@@ -114,6 +114,16 @@ class AccessRepo:
         ).first()
         return _principal(row) if row else None
 
+    def live_token_principals(self, limit: int) -> list[tuple[str, Principal]]:
+        """Up to `limit` unrevoked tokens (their hashes) with their principals: a cache's warm-up."""
+        rows = self._c.execute(
+            select(s.tokens.c.token_hash, *s.principals.c)
+            .join(s.principals, s.tokens.c.principal_id == s.principals.c.id)
+            .where(s.tokens.c.revoked_at.is_(None))
+            .limit(limit)
+        ).all()
+        return [(row.token_hash, _principal(row)) for row in rows]
+
     def revoke_tokens(self, principal_id: str, at: float) -> int:
         result = self._c.execute(
             update(s.tokens)

@@ -4,6 +4,7 @@ revoked grant) through — tested with real server processes on one SQLite ledge
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from studiolo._exceptions import Unauthenticated
 from studiolo.faces.http.server import free_port
+from tests.store.pgdb import fresh_database, server_url
 from tests.world import World, build_world
 
 STUDIOLO = [sys.executable, "-c", "from studiolo.faces.cli import main; main()"]
@@ -30,6 +32,39 @@ def test_a_revoked_token_fails_on_the_next_call_in_process(tmp_path: Path) -> No
     w.coord.revoke_tokens(w.admin, issued.principal.id)
     with pytest.raises(Unauthenticated):
         w.coord.authenticate(issued.token)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_warmed_cache_answers_without_a_read_and_revocation_still_ends_it(
+    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a server does before serving (`warm_auth_cache`): one read of every live token.
+    A token revoked before is not let in; one revoked after is refused on the next call."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(fresh_database(server_url())) if backend == "postgresql" else None
+        w = build_world(tmp_path, clock=time.time, url=url)
+        stack.callback(w.coord.store.dispose)
+        live = [w.coord.add_principal(w.admin, w.project_id, f"w{n}", "agent") for n in range(5)]
+        gone = w.coord.add_principal(w.admin, w.project_id, "gone", "agent")
+        w.coord.revoke_tokens(w.admin, gone.principal.id)
+        door = type(w.coord)(type(w.coord.store)(w.coord.store.url), w.coord.settings)  # a fresh server
+        stack.callback(door.store.dispose)
+        assert door.warm_auth_cache() >= len(live) + 1  # the admin's token too
+        with monkeypatch.context() as m:
+            m.setattr(door.store, "read", _no_read)
+            if backend == "sqlite":  # PostgreSQL still reads the auth generation on each call
+                assert [door.authenticate(i.token).id for i in live] == [i.principal.id for i in live]
+        assert [door.authenticate(i.token).id for i in live] == [i.principal.id for i in live]
+        with pytest.raises(Unauthenticated):
+            door.authenticate(gone.token)
+        w.coord.revoke_tokens(w.admin, live[0].principal.id)
+        with pytest.raises(Unauthenticated):
+            door.authenticate(live[0].token)
+        assert door.authenticate(live[1].token).id == live[1].principal.id
+
+
+def _no_read(*_args: object, **_kwargs: object) -> None:
+    raise AssertionError("a warmed cache should answer without reading the ledger")
 
 
 def test_a_second_coordinator_sees_a_revocation_at_once(tmp_path: Path) -> None:

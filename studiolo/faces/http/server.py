@@ -67,6 +67,7 @@ def serve(coordinator: Coordinator, settings: Settings, workers: int = 1) -> Non
     raise_open_files_limit()
     if workers <= 1:
         config = _config(coordinator, settings, settings.host, settings.port)
+        coordinator.warm_auth_cache()
         settle_heap()
         uvicorn.Server(config).run()
         return
@@ -88,6 +89,7 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _worker(coordinator: Coordinator, sock: socket.socket) -> None:
     config = _config(coordinator, coordinator.settings, coordinator.settings.host, coordinator.settings.port)
+    coordinator.warm_auth_cache()  # a restart under a fleet: one read, not one per agent
     settle_heap()
     uvicorn.Server(config).run(sockets=[sock])
 
