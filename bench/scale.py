@@ -284,13 +284,13 @@ def _read_process(
             results.extend(mine)
 
     barrier.wait()
-    began = time.time()
+    began, cpu = time.time(), time.process_time()
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for t in pool:
         t.start()
     for t in pool:
         t.join()
-    out.put((began, time.time(), results, 0.0))
+    out.put((began, time.time(), results, time.process_time() - cpu))
     transport.close()
 
 
@@ -348,13 +348,13 @@ def _bare_process(
             results.extend(mine)
 
     barrier.wait()
-    began = time.time()
+    began, cpu = time.time(), time.process_time()
     pool = [threading.Thread(target=run, args=(c, i + os.getpid())) for i, c in enumerate(conns)]
     for t in pool:
         t.start()
     for t in pool:
         t.join()
-    out.put((began, time.time(), results))
+    out.put((began, time.time(), results, time.process_time() - cpu))
     for c in conns:
         c.close()
 

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Text, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Integer, Select, Text, bindparam, func, insert, select, update
 
 from studiolo.core.model import Action, Checker, Grant, Policy, Principal, PrincipalKind, Project
 from studiolo.store import schema as s
@@ -107,21 +107,12 @@ class AccessRepo:
         )
 
     def principal_by_token_hash(self, token_hash: str) -> Principal | None:
-        row = self._c.execute(
-            select(s.principals)
-            .join(s.tokens, s.tokens.c.principal_id == s.principals.c.id)
-            .where(s.tokens.c.token_hash == token_hash, s.tokens.c.revoked_at.is_(None))
-        ).first()
+        row = self._c.execute(_live_tokens().where(s.tokens.c.token_hash == token_hash)).first()
         return _principal(row) if row else None
 
     def live_token_principals(self, limit: int) -> list[tuple[str, Principal]]:
         """Up to `limit` unrevoked tokens (their hashes) with their principals: a cache's warm-up."""
-        rows = self._c.execute(
-            select(s.tokens.c.token_hash, *s.principals.c)
-            .join(s.principals, s.tokens.c.principal_id == s.principals.c.id)
-            .where(s.tokens.c.revoked_at.is_(None))
-            .limit(limit)
-        ).all()
+        rows = self._c.execute(_live_tokens().limit(limit)).all()
         return [(row.token_hash, _principal(row)) for row in rows]
 
     def revoke_tokens(self, principal_id: str, at: float) -> int:
@@ -243,6 +234,15 @@ def _checker_key(project_id: str, name: str, version: str) -> tuple[Any, ...]:
         s.checkers.c.project_id == project_id,
         s.checkers.c.name == name,
         s.checkers.c.version == version,
+    )
+
+
+def _live_tokens() -> Select[Any]:
+    """Unrevoked tokens' hashes with their principals' columns."""
+    return (
+        select(s.tokens.c.token_hash, *s.principals.c)
+        .join(s.principals, s.tokens.c.principal_id == s.principals.c.id)
+        .where(s.tokens.c.revoked_at.is_(None))
     )
 
 
