@@ -55,6 +55,13 @@ class Door:
             return []
         return tx.access.grants_of(caller.id, project_id)
 
+    @staticmethod
+    def grants_later(tx: Tx, caller: Principal, project_id: str) -> Callable[[], list[Grant]]:
+        """`grants(...)`, its read sent now and answered when called (`Raw.later`)."""
+        if caller.project_id not in (None, project_id):
+            return list
+        return tx.access.live_grants_later(caller.id, project_id)
+
     def can(self, tx: Tx, caller: Principal, project_id: str, action: Action, path: str = "") -> bool:
         """Whether the caller holds a live grant of `action` in the project (covering `path`, if given)."""
         if caller.is_service_admin:

@@ -3,7 +3,7 @@ serializable write transaction. A rejection writes only its audit event."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,13 +20,15 @@ from studiolo.core.model import (
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
 from studiolo.service._door import Door
 from studiolo.service._ids import check_id
-from studiolo.service._trust import receipt_facts
+from studiolo.service._trust import ReceiptFacts, receipt_facts_later
 from studiolo.store import Tx
 from studiolo.store.work import Subjects
 
 __all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
 
 _MAX_EVIDENCE = 100
+
+_Gathered = tuple[ReceiptFacts, tuple[dict[str, int], dict[str, int]]]  # trust, declared revisions
 
 
 @dataclass(frozen=True)
@@ -83,12 +85,15 @@ class CompletionOps(Door):
 
     def _complete(self, tx: Tx, caller: Principal, q: CompletionRequest) -> CompletionOutcome | _Rejected:
         found = tx.work.subjects(q.task_id, q.attempt_id, q.candidate_id, q.request_id)
-        grants = tuple(self.grants(tx, caller, found.task.project_id)) if found else ()
+        # The reads the decision needs go out together (one round trip on PostgreSQL).
+        grants_of = self.grants_later(tx, caller, found.task.project_id) if found else list
+        gathered = self._gather(tx, q, found) if found else None
+        grants = tuple(grants_of())
         readable = caller.is_service_admin or any(g.allows(Action.READ) for g in grants)
         visible = found if found and readable else None
         if visible is not None and visible.prior is not None:
             return self._replay(caller, q, visible.prior)
-        facts = self._facts(tx, caller, q, visible, grants)
+        facts = self._facts(tx, caller, q, visible, grants, gathered)
         verdict = evaluate(q, facts, self.disabled_checks)
         if not verdict.accepted:
             self.audit(
@@ -125,18 +130,14 @@ class CompletionOps(Door):
         q: CompletionRequest,
         found: Subjects | None,
         grants: tuple[Grant, ...],
+        gathered: Callable[[], _Gathered] | None,
     ) -> CompletionFacts:
-        if found is None:
+        if found is None or gathered is None:  # none, or not the caller's to see
             return CompletionFacts(
                 caller, None, None, None, (), {}, {}, {}, {}, frozenset(), tx.now, tx.incarnation
             )
+        trust, (files, dirs) = gathered()
         task, cand = found.task, found.candidate
-        paths = set(cand.file_deps) | set(cand.bases) if cand else set()
-        prefixes = set(cand.collection_deps) if cand else set()
-        # A candidate of another attempt is `candidate_not_bound`; never gather its receipts.
-        bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
-        trust = receipt_facts(tx, task, bound, q.evidence)
-        files, dirs = tx.content.declared_revisions(task.project_id, paths, prefixes)
         return CompletionFacts(
             caller=caller,
             task=task,
@@ -152,6 +153,18 @@ class CompletionOps(Door):
             incarnation=tx.incarnation,
             recorded=trust.recorded,
         )
+
+    @staticmethod
+    def _gather(tx: Tx, q: CompletionRequest, found: Subjects) -> Callable[[], _Gathered]:
+        """Send the reads of the receipts, checkers and declared revisions; answer when called."""
+        task, cand = found.task, found.candidate
+        paths = set(cand.file_deps) | set(cand.bases) if cand else set()
+        prefixes = set(cand.collection_deps) if cand else set()
+        # A candidate of another attempt is `candidate_not_bound`; never gather its receipts.
+        bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
+        trust = receipt_facts_later(tx, task, bound, q.evidence)
+        revisions = tx.content.declared_revisions_later(task.project_id, paths, prefixes)
+        return lambda: (trust(), revisions())
 
     def _publish(
         self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task, attempt: Attempt, cand: Candidate

@@ -6,6 +6,9 @@ PostgreSQL read alike, written once with `:name` placeholders and run on the dri
 connection, inside the transaction SQLAlchemy opened: `sqlite3` caches each statement
 compiled, psycopg 3 prepares it on the server after a few executions.
 
+In a pipelined PostgreSQL write, `later(sql, params)` sends a read and fetches its rows only
+when they are asked for: reads sent one after another travel in one round trip.
+
 `in_list(name, n)` spells `IN (...)` with `n` numbered placeholders (`:name_0, ...`).
 """
 
@@ -13,12 +16,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table
 
-__all__ = ["PIPELINE", "Raw", "columns", "in_list", "in_params"]
+__all__ = ["PIPELINE", "Raw", "Rows", "columns", "in_list", "in_params"]
+
+Rows = Callable[[], list[Sequence[Any]]]  # a read's rows, fetched when called
 
 PIPELINE = "studiolo_pipeline"  # connection info key: the psycopg pipeline a write runs in
 
@@ -62,6 +67,15 @@ class Raw:
     def all(self, sql: str, params: Mapping[str, Any]) -> list[Sequence[Any]]:
         rows: list[Sequence[Any]] = self._cursor(sql, params).fetchall()
         return rows
+
+    def later(self, sql: str, params: Mapping[str, Any]) -> Rows:
+        """Send a read now, fetch its rows when the returned function is called (at once on
+        SQLite: no round trip to save, and a later write must not change what it sees)."""
+        cursor = self._cursor(sql, params)
+        if not self._pg:
+            rows: list[Sequence[Any]] = cursor.fetchall()
+            return lambda: rows
+        return cursor.fetchall  # type: ignore[no-any-return]
 
 
 @functools.lru_cache(maxsize=512)

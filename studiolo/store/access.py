@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Integer, Select, Text, bindparam, func, insert, select, update
@@ -157,13 +157,23 @@ class AccessRepo:
         params = {"who": principal_id, "p": project_id}
         if not live_only:
             return [_grant(r) for r in self._c.execute(_GRANTS_OF, params)]
+        return self.live_grants_later(principal_id, project_id)()
+
+    def live_grants_later(self, principal_id: str, project_id: str) -> Callable[[], list[Grant]]:
+        """`grants_of(...)` (live only), its read sent now and answered when called (`Raw.later`)."""
         key = (principal_id, project_id)
-        live = self._live.get(key)
-        if live is None:
-            live = self._live[key] = tuple(
-                _grant_of_row(tuple(r)) for r in self._raw.all(_LIVE_GRANTS_OF, params)
-            )
-        return list(live)
+        known = self._live.get(key)
+        if known is not None:
+            return lambda: list(known)
+        rows = self._raw.later(_LIVE_GRANTS_OF, {"who": principal_id, "p": project_id})
+
+        def live() -> list[Grant]:
+            found = self._live.get(key)
+            if found is None:
+                found = self._live[key] = tuple(_grant_of_row(tuple(r)) for r in rows())
+            return list(found)
+
+        return live
 
     def grants(self, project_id: str) -> list[Grant]:
         q = select(s.grants).where(s.grants.c.project_id == project_id)
@@ -222,11 +232,20 @@ class AccessRepo:
         return _checker(row) if row else None
 
     def checkers(self, project_id: str, refs: Iterable[str] | None = None) -> list[Checker]:
-        found = [_checker(r) for r in self._raw.all(_CHECKERS, {"p": project_id})]
-        if refs is None:
-            return found
-        wanted = set(refs)
-        return [c for c in found if c.ref in wanted]
+        return self.checkers_later(project_id, refs)()
+
+    def checkers_later(
+        self, project_id: str, refs: Iterable[str] | None = None
+    ) -> Callable[[], list[Checker]]:
+        """`checkers(...)`, its read sent now and answered when called (`Raw.later`)."""
+        rows = self._raw.later(_CHECKERS, {"p": project_id})
+        wanted = None if refs is None else set(refs)
+
+        def found() -> list[Checker]:
+            every = [_checker(r) for r in rows()]
+            return every if wanted is None else [c for c in every if c.ref in wanted]
+
+        return found
 
 
 def _checker_key(project_id: str, name: str, version: str) -> tuple[Any, ...]:

@@ -9,7 +9,7 @@ seqs may commit out of order on PostgreSQL (see docs/concepts.md). Events up to 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +103,7 @@ class AuditRepo:
         self._heads: dict[str, Head] = {}
         self._seqs: list[int] = []  # allocated, not yet used
         self._max: int | None = None  # SQLite: the highest seq so far in this transaction
+        self.settle: Callable[[], object] | None = None  # reads a write's start (engine._Start)
 
     def prime(self, chain: str | None, head: Head | None, seq: int) -> None:
         """What the statement that started the write read: a chain's head, the first seq."""
@@ -115,7 +116,12 @@ class AuditRepo:
         row = self._raw.one(_LATEST_AT, {})
         return float(row[0]) if row and row[0] is not None else None
 
+    def _settled(self) -> None:
+        if self.settle is not None:
+            self.settle()
+
     def head(self, project_id: str | None) -> Head:
+        self._settled()
         chain = chain_of(project_id)
         if chain not in self._heads:
             row = self._raw.one(_HEAD, {"c": chain})
@@ -142,6 +148,7 @@ class AuditRepo:
         commit version): reserved now, so it can be signed before the event is written."""
         chain = chain_of(project_id)
         self._require(chain)
+        self._settled()
         self._start(chain)
         if not self._seqs:
             self._seqs.append(self._allocate())
@@ -170,6 +177,7 @@ class AuditRepo:
     ) -> Event:
         chain = chain_of(project_id)
         self._require(chain)
+        self._settled()
         self._start(chain)
         head = self.head(project_id)
         seq = self._seqs.pop(0) if self._seqs else self._allocate()
@@ -334,13 +342,18 @@ class MetaRepo:
         self._c = conn
         self._raw = Raw(conn)
         self._seen: dict[str, str | None] = {}
+        self.settle: Callable[[], object] | None = None  # reads a write's start (engine._Start)
 
     def get(self, key: str) -> str | None:
+        if self.settle is not None:
+            self.settle()
         if key not in self._seen:
             self.get_many((key,))
         return self._seen[key]
 
     def get_many(self, keys: tuple[str, ...]) -> dict[str, str]:
+        if self.settle is not None:
+            self.settle()
         rows = self._raw.all(_META_GET_MANY + in_list("k", len(keys)), in_params("k", keys))
         found = {str(k): str(v) for k, v in rows}
         self._seen.update({k: found.get(k) for k in keys})
@@ -351,6 +364,8 @@ class MetaRepo:
         self._seen.update({k: None if v is None else str(v) for k, v in values.items()})
 
     def set(self, key: str, value: str) -> None:
+        if self.settle is not None:
+            self.settle()
         if self._raw.run(_META_SET, {"k": key, "v": value}) == 0:
             self._raw.run(_META_ADD, {"k": key, "v": value})
         self._seen[key] = value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
@@ -13,7 +13,7 @@ from studiolo.core.model import Artifact, Candidate, Observation
 from studiolo.core.paths import ancestors
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw, columns, in_list, in_params
+from studiolo.store._raw import Raw, Rows, columns, in_list, in_params
 
 __all__ = ["ContentRepo", "candidate_of"]
 
@@ -325,27 +325,36 @@ class ContentRepo:
     ) -> tuple[dict[str, int], dict[str, int]]:
         """`revisions` and `collection_revisions` in one statement (one per chunk when a
         candidate declares more than `_CHUNK` of them)."""
-        files, dirs = sorted(set(paths)), sorted(set(prefixes))
-        out: tuple[dict[str, int], dict[str, int]] = (dict.fromkeys(files, 0), dict.fromkeys(dirs, 0))
-        if len(files) + len(dirs) <= _CHUNK:
-            self._declared(project_id, files, dirs, out)
-            return out
-        for i in range(0, len(files), _CHUNK):
-            self._declared(project_id, files[i : i + _CHUNK], [], out)
-        for i in range(0, len(dirs), _CHUNK):
-            self._declared(project_id, [], dirs[i : i + _CHUNK], out)
-        return out
+        return self.declared_revisions_later(project_id, paths, prefixes)()
 
-    def _declared(
-        self, project_id: str, files: list[str], dirs: list[str], out: tuple[dict[str, int], dict[str, int]]
-    ) -> None:
+    def declared_revisions_later(
+        self, project_id: str, paths: Iterable[str], prefixes: Iterable[str]
+    ) -> Callable[[], tuple[dict[str, int], dict[str, int]]]:
+        """`declared_revisions(...)`, its reads sent now and answered when called (`Raw.later`)."""
+        files, dirs = sorted(set(paths)), sorted(set(prefixes))
+        if len(files) + len(dirs) <= _CHUNK:
+            chunks = [(files, dirs)]
+        else:
+            chunks = [(files[i : i + _CHUNK], []) for i in range(0, len(files), _CHUNK)]
+            chunks += [([], dirs[i : i + _CHUNK]) for i in range(0, len(dirs), _CHUNK)]
+        sent = [self._declared(project_id, f, d) for f, d in chunks]
+
+        def revisions() -> tuple[dict[str, int], dict[str, int]]:
+            out: tuple[dict[str, int], dict[str, int]] = (dict.fromkeys(files, 0), dict.fromkeys(dirs, 0))
+            for rows in sent:
+                for kind, key, revision in rows():
+                    out[int(kind)][str(key)] = int(revision)
+            return out
+
+        return revisions
+
+    def _declared(self, project_id: str, files: list[str], dirs: list[str]) -> Rows:
         parts = [_DECLARED_FILES + in_list("f", len(files))] if files else []
         parts += [_DECLARED_DIRS + in_list("d", len(dirs))] if dirs else []
         if not parts:
-            return
+            return list
         params = {"p": project_id} | in_params("f", files) | in_params("d", dirs)
-        for kind, key, revision in self._raw.all(" UNION ALL ".join(parts), params):
-            out[int(kind)][str(key)] = int(revision)
+        return self._raw.later(" UNION ALL ".join(parts), params)
 
     def _bump_collection(self, project_id: str, prefix: str) -> None:
         result = self._c.execute(_BUMP_COLLECTION, {"p": project_id, "pfx": prefix})

@@ -75,7 +75,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, nullcontext, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -85,7 +85,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from studiolo.store import migrations
-from studiolo.store._raw import PIPELINE
+from studiolo.store._raw import PIPELINE, Raw
 from studiolo.store.a2a import A2ARepo
 from studiolo.store.access import AccessRepo
 from studiolo.store.audit import EMPTY, AuditRepo, Head, MetaRepo
@@ -122,7 +122,7 @@ SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
        (SELECT value FROM meta WHERE key = 'incarnation') AS incarnation,
        (SELECT value FROM meta WHERE key = 'service_key') AS service_key,
        nextval('events_seq') AS seq, h.seq AS head_seq, h.hash AS head_hash, h.at AS head_at
-  FROM (SELECT 1) AS one LEFT JOIN chains AS h ON h.chain = %(chain)s
+  FROM (SELECT 1) AS one LEFT JOIN chains AS h ON h.chain = :chain
 """
 _PG_START_LEDGER = """
 SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
@@ -131,6 +131,7 @@ SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
        (SELECT value FROM meta WHERE key = 'service_key') AS service_key,
        nextval('events_seq') AS seq, (SELECT max(at) FROM chains) AS head_at
 """
+_BEGIN = {level: f"BEGIN ISOLATION LEVEL {level}".encode() for level in ("REPEATABLE READ", "SERIALIZABLE")}
 _READ_META = ("clock_last", "incarnation")
 _WRITE_META = (*_READ_META, "service_key")
 _PG_NOW = "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
@@ -161,6 +162,7 @@ class Tx:
         self.remote = RemoteRepo(conn)
         self._authority: Callable[[], tuple[float, str]] = lambda: (0.0, "")
         self._read: tuple[float, str] | None = None
+        self.start: _Start | None = None  # a PostgreSQL write's first statement, read lazily
 
     @property
     def now(self) -> float:
@@ -496,10 +498,7 @@ class Store:
                 yield from self._run(conn, write=write, gate=gate)
                 return
             if write:
-                with self._gated(conn, gate):
-                    conn = conn.execution_options(isolation_level=self._write_isolation(gate))
-                    conn.begin()
-                    yield from self._run(conn, write=True, gate=gate, pipelined=True)
+                yield from self._pg_write(conn, gate)
                 return
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             conn.begin()
@@ -519,32 +518,95 @@ class Store:
             return "REPEATABLE READ"
         return "SERIALIZABLE"
 
-    def _run(self, conn: Connection, *, write: bool, gate: Gate, pipelined: bool = False) -> Iterator[Tx]:
-        """Open the `Tx`, let the caller run, commit; on any error roll back, after leaving
-        pipeline mode (a pipeline that saw an error answers nothing else, ROLLBACK included)."""
+    def _run(self, conn: Connection, *, write: bool, gate: Gate) -> Iterator[Tx]:
+        """Open the `Tx`, let the caller run, commit; on any error roll back."""
         try:
-            with _pipelined(conn) if pipelined else nullcontext():
-                try:
-                    tx = self._open(conn, write=write, gate=gate)
-                except DBAPIError as exc:
-                    if exc.connection_invalidated:  # a pooled connection that died: nothing ran
-                        raise _Reconnect(str(exc)) from exc
-                    raise
-                yield tx
-                conn.commit()
+            try:
+                tx = self._open(conn, write=write, gate=gate)
+            except DBAPIError as exc:
+                if exc.connection_invalidated:  # a pooled connection that died: nothing ran
+                    raise _Reconnect(str(exc)) from exc
+                raise
+            yield tx
+            conn.commit()
         except BaseException:
             conn.rollback()
             raise
 
+    def _pg_write(self, conn: Connection, gate: Gate) -> Iterator[Tx]:
+        """A PostgreSQL write in psycopg's pipeline mode, in as few round trips as its reads
+        allow. The driver is in autocommit for it, so psycopg sends no BEGIN (and no Sync
+        after it) of its own; the write sends, without waiting for any answer:
+
+        - the gate's session locks (`_gate_locks`), one statement ended by a Sync (its own
+          implicit transaction), then `BEGIN ISOLATION LEVEL ...` and the statement that reads
+          the clock and chain head (`_Start`); the server runs them in order, so the snapshot
+          is taken after the locks are granted. They travel with the function's first read.
+        - the function's statements: a read that needs its answer waits for it (reads sent
+          with `Raw.later` share one round trip), a write without one travels with the next.
+        - at the end a Sync, COMMIT, a Sync and the locks' release, and the Sync of leaving
+          pipeline mode: one round trip. A statement that failed (a write whose answer nobody
+          waited for) makes the server skip what follows it up to the next Sync; COMMIT then
+          ends the failed transaction as a rollback, and psycopg raises the statement's error.
+          If the function raised, ROLLBACK replaces COMMIT. The release follows a Sync, so it
+          runs whatever became of the transaction.
+
+        A connection that breaks before COMMIT was sent is a safe retry (`_Reconnect`). One
+        whose locks' release did not answer, or that is still in a transaction, is
+        invalidated (ending the session frees its locks)."""
+        raw: Any = conn.connection.dbapi_connection
+        locks = self._gate_locks(gate)
+        release: Any = None  # the cursor of the locks' release
+        commit: Any = None  # the cursor of COMMIT: once sent, a lost session is no safe retry
+        raw.autocommit = True
+        try:
+            with raw.pipeline() as pipeline:  # leaving it sends a Sync and reads every answer
+                conn.connection.info[PIPELINE] = pipeline
+                try:
+                    if locks:
+                        raw.execute(_lock_sql(locks, take=True), [k for _, k in locks], prepare=False)
+                        _end_segment(pipeline)
+                    raw.execute(_BEGIN[self._write_isolation(gate)], prepare=False)
+                    yield self._open(conn, write=True, gate=gate)
+                    _end_segment(pipeline)  # a failed write skips to here; COMMIT then rolls back
+                    commit = raw.execute(b"COMMIT", prepare=False)
+                except BaseException:
+                    _after_sync(pipeline, raw, b"ROLLBACK")
+                    raise
+                finally:
+                    conn.connection.info.pop(PIPELINE, None)
+                    if locks:  # after a Sync: it runs whatever became of the transaction
+                        keys = [k for _, k in reversed(locks)]
+                        release = _after_sync(pipeline, raw, _lock_sql(locks, take=False), keys)
+        except BaseException as exc:
+            if raw.broken and commit is None:  # the session died before COMMIT: run it again
+                raise _Reconnect(str(exc)) from exc
+            raise
+        finally:
+            idle = not raw.broken and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if idle and (not locks or _answered(release)):
+                raw.autocommit = False
+            else:  # a lock perhaps still held, or a transaction still open: end the session
+                conn.invalidate()
+        if commit.statusmessage != "COMMIT":  # psycopg raised the error that aborted it, or:
+            raise psycopg.errors.InFailedSqlTransaction("the write was rolled back, not committed")
+        if not conn.invalidated:
+            conn.commit()  # SQLAlchemy's bookkeeping: the driver's transaction already ended
+
+    def _gate_locks(self, gate: Gate) -> list[tuple[bool, int]]:
+        """The session advisory locks of `gate`, (shared, key) in the order they are taken."""
+        if not self.writer_gate:
+            return []
+        if gate.exclusive:
+            return [(False, WRITER_GATE)]
+        return [(True, WRITER_GATE), *((False, chain_key(c)) for c in gate.ordered())]
+
     @contextmanager
     def _gated(self, conn: Connection, gate: Gate) -> Iterator[None]:
-        if not self.writer_gate:
+        locks = self._gate_locks(gate)
+        if not locks:
             yield
             return
-        if gate.exclusive:
-            locks = [(False, WRITER_GATE)]
-        else:
-            locks = [(True, WRITER_GATE), *((False, chain_key(c)) for c in gate.ordered())]
         with self._session_locks(conn, locks):
             yield
 
@@ -555,15 +617,8 @@ class Store:
         granted) and released after the commit. A connection that cannot release them is
         invalidated: closing the session releases the locks."""
         raw: Any = conn.connection.dbapi_connection
-        take = ", ".join(
-            "pg_advisory_lock_shared(%s)" if shared else "pg_advisory_lock(%s)" for shared, _ in locks
-        )
-        drop = ", ".join(
-            "pg_advisory_unlock_shared(%s)" if shared else "pg_advisory_unlock(%s)"
-            for shared, _ in reversed(locks)
-        )
         try:
-            _autocommit_execute(raw, "SELECT " + take, [k for _, k in locks])
+            _autocommit_execute(raw, _lock_sql(locks, take=True), [k for _, k in locks])
         except psycopg.OperationalError as exc:
             conn.invalidate()
             raise _Reconnect(str(exc)) from exc
@@ -573,7 +628,7 @@ class Store:
             try:
                 if conn.in_transaction():
                     conn.rollback()
-                _autocommit_execute(raw, "SELECT " + drop, [k for _, k in reversed(locks)])
+                _autocommit_execute(raw, _lock_sql(locks, take=False), [k for _, k in reversed(locks)])
             except Exception:
                 conn.invalidate()
                 raise
@@ -584,7 +639,12 @@ class Store:
             tx._authority = lambda: self._read_now(tx)
             return tx
         tx._authority = lambda: self._write_now(tx)
-        _ = tx.now  # a writer reads the clock first thing, right after the gate
+        if self.clock_source == "database":
+            # Sent first thing, right after the gate; its answer is read when first needed
+            # (it comes back with the write's first read).
+            tx.start = _Start(tx)
+        else:
+            _ = tx.now  # a writer reads the clock first thing
         return tx
 
     def authority_clock(self, conn: Connection) -> float:
@@ -606,8 +666,8 @@ class Store:
         writes, and every write on SQLite, move `meta.clock_last`; a chain's own guard moves
         with its events."""
         gate = tx.audit.gate
-        if self.clock_source == "database":
-            source, last, incarnation, floor = self._database_start(tx)
+        if tx.start is not None:
+            source, last, incarnation, floor = tx.start.take()
         else:
             # A writer will most likely sign: the service key comes with the clock.
             found = tx.meta.get_many(_WRITE_META)
@@ -622,29 +682,6 @@ class Store:
             tx.meta.set("clock_last", repr(now))
         return now, incarnation
 
-    @staticmethod
-    def _database_start(tx: Tx) -> tuple[float, float | None, str, float | None]:
-        """The first statement of a PostgreSQL write: clock, guard, incarnation, and the first
-        seq and chain head primed into `tx.audit`."""
-        gate = tx.audit.gate
-        chains = gate.ordered()
-        if gate.exclusive:
-            row = tx.conn.exec_driver_sql(_PG_START_LEDGER).one()
-            tx.audit.prime(None, None, int(row.seq))
-            floor = row.head_at
-        else:
-            row = tx.conn.exec_driver_sql(_PG_START_CHAIN, {"chain": chains[0]}).one()
-            head = (
-                EMPTY if row.head_seq is None else Head(int(row.head_seq), row.head_hash, row.head_at, True)
-            )
-            tx.audit.prime(chains[0], head, int(row.seq))
-            floor = None
-        last = float(row.last) if row.last is not None else None
-        tx.meta.remember(
-            {"clock_last": row.last, "incarnation": row.incarnation, "service_key": row.service_key}
-        )
-        return float(row.now), last, row.incarnation or "", floor
-
     def _retryable(self, exc: DBAPIError | _Reconnect | psycopg.Error | sqlite3.Error) -> bool:
         """Driver errors come wrapped (SQLAlchemy statements) or bare (prepared SQL, `_raw`)."""
         if isinstance(exc, _Reconnect):
@@ -656,23 +693,85 @@ class Store:
         return getattr(orig, "sqlstate", None) in _RETRYABLE_SQLSTATES
 
 
+class _Start:
+    """The statement that starts a PostgreSQL write (the server clock, the clock guard, the
+    incarnation, the service key, the first seq and the chain's head), sent when the write
+    opens and read when first needed: by the clock, or by the audit chain or `meta` (their
+    `settle` hook), whichever comes first."""
+
+    def __init__(self, tx: Tx) -> None:
+        self._tx = tx
+        gate = tx.audit.gate
+        self._chain = None if gate.exclusive else gate.ordered()[0]
+        sql = _PG_START_LEDGER if self._chain is None else _PG_START_CHAIN
+        self._rows = Raw(tx.conn).later(sql, {} if self._chain is None else {"chain": self._chain})
+        self._taken: tuple[float, float | None, str, float | None] | None = None
+        tx.audit.settle = tx.meta.settle = self.take
+
+    def take(self) -> tuple[float, float | None, str, float | None]:
+        """(server clock, clock guard, incarnation, floor); primes the audit chain and meta."""
+        if self._taken is not None:
+            return self._taken
+        tx = self._tx
+        tx.audit.settle = tx.meta.settle = None
+        (row,) = self._rows()
+        now, last, incarnation, service_key, seq = row[:5]
+        if self._chain is None:
+            tx.audit.prime(None, None, int(seq))
+            floor = row[5]
+        else:
+            head_seq, head_hash, head_at = row[5:8]
+            head = EMPTY if head_seq is None else Head(int(head_seq), head_hash, head_at, True)
+            tx.audit.prime(self._chain, head, int(seq))
+            floor = None
+        tx.meta.remember({"clock_last": last, "incarnation": incarnation, "service_key": service_key})
+        self._taken = (float(now), None if last is None else float(last), incarnation or "", floor)
+        return self._taken
+
+
+def _lock_sql(locks: list[tuple[bool, int]], *, take: bool) -> str:
+    """One statement that takes `locks` in order (or releases them in reverse order)."""
+    if take:
+        calls = ("pg_advisory_lock_shared(%s)" if shared else "pg_advisory_lock(%s)" for shared, _ in locks)
+    else:
+        calls = (
+            "pg_advisory_unlock_shared(%s)" if shared else "pg_advisory_unlock(%s)"
+            for shared, _ in reversed(locks)
+        )
+    return "SELECT " + ", ".join(calls)
+
+
+def _after_sync(pipeline: Any, raw: Any, sql: str | bytes, params: list[int] | None = None) -> Any:
+    """End the pipeline's segment and send `sql`: a cleanup statement, on a connection that
+    may be dying (None then: the caller finds the connection broken)."""
+    try:
+        _end_segment(pipeline)
+        return raw.execute(sql, params, prepare=False)
+    except psycopg.Error:
+        return None
+
+
+def _answered(cursor: Any) -> bool:
+    """Whether a statement sent in a pipeline ran and returned its rows."""
+    result = None if cursor is None else cursor.pgresult
+    return result is not None and result.status == psycopg.pq.ExecStatus.TUPLES_OK
+
+
+def _end_segment(pipeline: Any) -> None:
+    """Queue a Sync in the pipeline without waiting for anything: the statements before it
+    form their own implicit transaction (in autocommit), and a statement that failed before
+    it no longer makes the server skip those after it. psycopg keeps no public call for
+    this; without its private one the Sync is sent at once and waited for (one round trip
+    more, same effect)."""
+    enqueue = getattr(pipeline, "_enqueue_sync", None)
+    if enqueue is None:
+        pipeline.sync()
+    else:
+        enqueue()
+
+
 class _Reconnect(Exception):
     """A connection was found dead before the transaction's function ran: safe to retry."""
-
-
-@contextmanager
-def _pipelined(conn: Connection) -> Iterator[None]:
-    """A PostgreSQL write in psycopg's pipeline mode: statements whose answer is not needed
-    (`Raw.send`) travel with the next one that is, and BEGIN with the first; fewer round trips
-    while the gate is held. SQLAlchemy reads a result right after executing, so
-    `_sync_pipeline` answers each of its statements at once."""
-    raw: Any = conn.connection.dbapi_connection
-    with raw.pipeline() as pipeline:
-        conn.connection.info[PIPELINE] = pipeline
-        try:
-            yield
-        finally:
-            conn.connection.info.pop(PIPELINE, None)
 
 
 def _sync_pipeline(conn: Connection, *_: Any) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,26 +101,22 @@ class EvidenceRepo:
     ) -> Gathered:
         """The cited receipts of the project and, for `bytes_of` = (attempt id, candidate
         digest, dependency digest), every receipt recorded for those bytes: one read."""
+        return self.gather_later(project_id, cited, bytes_of)()
+
+    def gather_later(
+        self, project_id: str, cited: Iterable[str], bytes_of: tuple[str, str, str] | None
+    ) -> Callable[[], Gathered]:
+        """`gather(...)`, its read sent now and answered when called (`Raw.later`)."""
         ids = sorted(set(cited))
         parts = [_GATHER_CITED + in_list("r", len(ids))] if ids else []
         parts += [_GATHER_RECORDED] if bytes_of is not None else []
         if not parts:
-            return Gathered({}, (), {})
+            return lambda: Gathered({}, (), {})
         params: dict[str, Any] = {"p": project_id} | in_params("r", ids)
         if bytes_of is not None:
             params |= {"a": bytes_of[0], "d": bytes_of[1], "dd": bytes_of[2]}
-        found: dict[str, Receipt] = {}
-        recorded: list[Receipt] = []
-        pins: dict[str, Pin] = {}
-        for row in self._raw.all(" UNION ALL ".join(parts) + _GATHER_ORDER, params):
-            # Cited rows come first; a recorded row that was also cited is parsed once.
-            receipt = (None if row[0] else found.get(row[1])) or _receipt(row[1 : 1 + _WIDTH])
-            if row[0]:
-                found[receipt.id] = receipt
-            else:
-                recorded.append(receipt)
-            pins[receipt.id] = Pin(row[_COL["issuer_kid"] - 1], row[_COL["reused_from"] - 1], row[-1])
-        return Gathered(found, tuple(recorded), pins)
+        rows = self._raw.later(" UNION ALL ".join(parts) + _GATHER_ORDER, params)
+        return lambda: _gathered(rows())
 
     def receipt(self, receipt_id: str) -> Receipt | None:
         row = self._raw.one(_RECEIPT, {"id": receipt_id})
@@ -158,3 +154,18 @@ def _receipt(row: Sequence[Any]) -> Receipt:
         candidate_id=candidate_id,
         reused=reused_from is not None,
     )
+
+
+def _gathered(rows: Iterable[Sequence[Any]]) -> Gathered:
+    found: dict[str, Receipt] = {}
+    recorded: list[Receipt] = []
+    pins: dict[str, Pin] = {}
+    for row in rows:
+        # Cited rows come first; a recorded row that was also cited is parsed once.
+        receipt = (None if row[0] else found.get(row[1])) or _receipt(row[1 : 1 + _WIDTH])
+        if row[0]:
+            found[receipt.id] = receipt
+        else:
+            recorded.append(receipt)
+        pins[receipt.id] = Pin(row[_COL["issuer_kid"] - 1], row[_COL["reused_from"] - 1], row[-1])
+    return Gathered(found, tuple(recorded), pins)

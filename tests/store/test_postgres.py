@@ -9,7 +9,9 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from studiolo.store import Store, Tx
+from studiolo.store._raw import Raw
 from studiolo.store.engine import WRITER_GATE
+from studiolo.store.gate import Gate
 from tests.store.pgdb import write_from_threads
 
 pytestmark = pytest.mark.postgres
@@ -52,6 +54,7 @@ def test_the_gate_is_held_for_the_transaction_and_released_after(store: Store, p
     seen: list[int] = []
 
     def look(tx: Tx) -> None:
+        _ = tx.now  # the write's first answer: the server has run the gate's locks by then
         with _raw(pg_url) as other:
             row = other.execute(
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
@@ -87,3 +90,75 @@ def test_a_dropped_connection_is_replaced(store: Store, pg_url: str) -> None:
         )
     store.write(_increment)
     assert store.read(lambda tx: tx.meta.get("n")) == "3"
+
+
+def _advisory_locks(url: str) -> int:
+    with _raw(url) as other:
+        row = other.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'" + _THIS_DB).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _no_transaction_left_open(store: Store) -> None:
+    """Every pooled connection is idle: none was returned inside a (failed) transaction."""
+    with store.engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        assert raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE  # type: ignore[attr-defined]
+        assert raw.autocommit is False  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("gate", [Gate.project("prj_a"), Gate.whole_ledger()], ids=["project", "ledger"])
+def test_a_failed_statement_nobody_waited_for_fails_the_write_and_frees_its_gate(
+    store: Store, pg_url: str, gate: Gate
+) -> None:
+    """A write sent without waiting for its answer (`Raw.send`) fails at the end of the
+    transaction: the error reaches the caller, nothing of the transaction stays, and the
+    gate's locks are released even though COMMIT could not commit."""
+    store.write(lambda tx: tx.meta.set("kept", "1"))
+
+    def doomed(tx: Tx) -> None:
+        tx.meta.set("lost", "1")
+        Raw(tx.conn).send("INSERT INTO meta (key, value) VALUES (:k, :v)", {"k": "kept", "v": "2"})
+
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        store.write(doomed, gate)
+    assert store.read(lambda tx: (tx.meta.get("kept"), tx.meta.get("lost"))) == ("1", None)
+    assert _advisory_locks(pg_url) == 0
+    _no_transaction_left_open(store)
+    store.write(_increment, gate)  # the gate and the connection serve the next write
+    assert store.read(lambda tx: tx.meta.get("n")) == "1"
+
+
+def test_a_write_that_raises_rolls_back_and_frees_its_gate(store: Store, pg_url: str) -> None:
+    def fails(tx: Tx) -> None:
+        tx.meta.set("lost", "1")
+        Raw(tx.conn).send("UPDATE meta SET value = :v WHERE key = :k", {"k": "lost", "v": "2"})
+        raise ValueError("the door refused")
+
+    with pytest.raises(ValueError, match="the door refused"):
+        store.write(fails, Gate.project("prj_a"))
+    assert store.read(lambda tx: tx.meta.get("lost")) is None
+    assert _advisory_locks(pg_url) == 0
+    _no_transaction_left_open(store)
+
+
+def test_a_connection_lost_before_commit_is_a_safe_retry(store: Store, pg_url: str) -> None:
+    """The session dies in the middle of a write (after its gate, before COMMIT): nothing
+    was committed, so the store runs the write again on a new connection, once."""
+    runs: list[int] = []
+
+    def increment_once_killed(tx: Tx) -> None:
+        runs.append(1)
+        _increment(tx)
+        if len(runs) == 1:
+            pid = Raw(tx.conn).one("SELECT pg_backend_pid()", {})
+            assert pid is not None
+            with _raw(pg_url) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid[0],))
+            tx.meta.get_many(("incarnation",))  # the next answer finds the session gone
+
+    store.write(increment_once_killed, Gate.project("prj_a"))
+    assert len(runs) == 2
+    assert store.read(lambda tx: tx.meta.get("n")) == "1"
+    assert _advisory_locks(pg_url) == 0
