@@ -144,6 +144,11 @@ class AdminOps(Door):
         return found
 
     def _token_principal_per_generation(self, digest: str) -> Principal | None:
+        # The common case, a cached token, needs only the generation: one statement.
+        hit = self.auth_cache.get(digest, self.store.auth_generation())
+        if hit is not None:
+            return hit
+
         def run(tx: Tx) -> Principal | None:
             generation = tx.access.auth_generation()
             hit = self.auth_cache.get(digest, generation)

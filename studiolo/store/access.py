@@ -126,8 +126,7 @@ class AccessRepo:
 
     def auth_generation(self) -> tuple[str, str]:
         """(incarnation, auth generation): what an authentication cache entry is valid for."""
-        found = {str(key): str(value) for key, value in self._raw.all(_AUTH_GENERATION, {})}
-        return found.get("incarnation", ""), found.get("auth_generation", "0")
+        return _generation(self._raw.all(_AUTH_GENERATION, {}))
 
     def _bump_auth_generation(self) -> None:
         """Every change that can end a token's or a grant's power calls this (`_auth.py`)."""
@@ -305,3 +304,13 @@ def _checker(row: Sequence[Any]) -> Checker:
         config=loads(config),
         verifiers=frozenset(loads(verifiers)),
     )
+
+
+def auth_generation_of(driver: Any) -> tuple[str, str]:
+    """`AccessRepo.auth_generation` in one statement on a DB-API connection (`Store.glance`)."""
+    return _generation(driver.execute(_AUTH_GENERATION).fetchall())
+
+
+def _generation(rows: Iterable[Sequence[Any]]) -> tuple[str, str]:
+    found = {str(key): str(value) for key, value in rows}
+    return found.get("incarnation", ""), found.get("auth_generation", "0")

@@ -87,7 +87,7 @@ from sqlalchemy.exc import DBAPIError
 from studiolo.store import migrations
 from studiolo.store._raw import PIPELINE, Raw
 from studiolo.store.a2a import A2ARepo
-from studiolo.store.access import AccessRepo
+from studiolo.store.access import AccessRepo, auth_generation_of
 from studiolo.store.audit import EMPTY, AuditRepo, Head, MetaRepo
 from studiolo.store.authsignal import AuthSignal
 from studiolo.store.content import ContentRepo
@@ -363,28 +363,35 @@ class Store:
         key = (kind, ident)
         found = self._projects.get(key)
         if found is None:
-            pooled = self.engine.raw_connection()
-            try:
-                found = self._locate(pooled.dbapi_connection, kind, ident)
-            finally:
-                pooled.close()
+            found = self.glance(lambda driver: locate_project(driver, self.is_sqlite, kind, ident))
             if found is not None:
                 if len(self._projects) >= 100_000:
                     self._projects.clear()
                 self._projects[key] = found
         return found
 
-    def _locate(self, driver: Any, kind: str, ident: str) -> str | None:
-        """`locate_project` on a DB-API connection, autocommitting: SQLite's driver connections
-        always do; a psycopg connection is switched for the read (else BEGIN and ROLLBACK
-        would be two more round trips)."""
-        if self.is_sqlite:
-            return locate_project(driver, True, kind, ident)
-        driver.autocommit = True
+    def auth_generation(self) -> tuple[str, str]:
+        """`AccessRepo.auth_generation` (what an authentication cache entry is valid for), now,
+        in one statement."""
+        return self.glance(auth_generation_of)
+
+    def glance(self, read: Callable[[Any], T]) -> T:
+        """`read(driver)` on a pooled DB-API connection outside any transaction: for one
+        statement, which is its own consistent snapshot, without the BEGIN and COMMIT (two
+        round trips on PostgreSQL) and the machinery of `read`. SQLite's driver connections
+        autocommit; a psycopg connection is switched for the read."""
+        pooled = self.engine.raw_connection()
         try:
-            return locate_project(driver, False, kind, ident)
+            driver: Any = pooled.dbapi_connection
+            if self.is_sqlite:
+                return read(driver)
+            driver.autocommit = True
+            try:
+                return read(driver)
+            finally:
+                driver.autocommit = False
         finally:
-            driver.autocommit = False
+            pooled.close()
 
     def read(self, fn: Callable[[Tx], T], settled: bool = True) -> T:
         """Run `fn` on one consistent snapshot (no writes).
