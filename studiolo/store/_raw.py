@@ -26,6 +26,7 @@ __all__ = ["PIPELINE", "Raw", "Rows", "columns", "in_list", "in_params"]
 Rows = Callable[[], list[Sequence[Any]]]  # a read's rows, fetched when called
 
 PIPELINE = "studiolo_pipeline"  # connection info key: the psycopg pipeline a write runs in
+_SENDER = "studiolo_sender"  # connection info key: (driver connection, the cursor of `send`)
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -57,8 +58,15 @@ class Raw:
     def send(self, sql: str, params: Mapping[str, Any]) -> None:
         """Execute a write whose row count nobody needs. In a pipelined PostgreSQL write
         (`Store`) it travels with the next statement that needs an answer, or the COMMIT;
-        an error it raises surfaces there."""
-        self._cursor(sql, params)
+        an error it raises surfaces there. Such writes share one cursor per driver
+        connection (a new psycopg cursor per statement costs more than sending it)."""
+        if self._driver is None:
+            self._driver = self._conn.connection.dbapi_connection
+        info = self._conn.connection.info
+        kept = info.get(_SENDER)
+        if kept is None or kept[0] is not self._driver:  # none yet, or a reconnected driver
+            kept = info[_SENDER] = (self._driver, self._driver.cursor())
+        kept[1].execute(_pyformat(sql) if self._pg else sql, params)
 
     def one(self, sql: str, params: Mapping[str, Any]) -> Sequence[Any] | None:
         row: Sequence[Any] | None = self._cursor(sql, params).fetchone()

@@ -563,8 +563,9 @@ class Store:
         invalidated (ending the session frees its locks)."""
         raw: Any = conn.connection.dbapi_connection
         locks = self._gate_locks(gate)
+        unlock = (_lock_sql(locks, take=False), [k for _, k in reversed(locks)]) if locks else None
         release: Any = None  # the cursor of the locks' release
-        commit: Any = None  # the cursor of COMMIT: once sent, a lost session is no safe retry
+        commit: Any = None  # the cursor of COMMIT: once it exists, a lost session is no safe retry
         raw.autocommit = True
         try:
             with raw.pipeline() as pipeline:  # leaving it sends a Sync and reads every answer
@@ -575,23 +576,26 @@ class Store:
                         _end_segment(pipeline)
                     raw.execute(_BEGIN[self._write_isolation(gate)], prepare=False)
                     yield self._open(conn, write=True, gate=gate)
-                    _end_segment(pipeline)  # a failed write skips to here; COMMIT then rolls back
-                    commit = raw.execute(b"COMMIT", prepare=False)
-                except BaseException:
-                    _after_sync(pipeline, raw, b"ROLLBACK")
+                    commit = raw.cursor()
+                    _after_sync(pipeline, commit, b"COMMIT")  # a failed write skips here: COMMIT rolls back
+                except BaseException:  # the write's own error propagates, not a cleanup's
+                    _quietly(lambda: _after_sync(pipeline, raw.cursor(), b"ROLLBACK"))
+                    if unlock is not None:
+                        release = raw.cursor()
+                        _quietly(lambda: _after_sync(pipeline, release, *unlock))
                     raise
                 finally:
                     conn.connection.info.pop(PIPELINE, None)
-                    if locks:  # after a Sync: it runs whatever became of the transaction
-                        keys = [k for _, k in reversed(locks)]
-                        release = _after_sync(pipeline, raw, _lock_sql(locks, take=False), keys)
+                if unlock is not None:  # after a Sync: it runs whatever became of the transaction
+                    release = raw.cursor()
+                    _after_sync(pipeline, release, *unlock)  # an error here is the write's: it is queued
         except BaseException as exc:
             if raw.broken and commit is None:  # the session died before COMMIT: run it again
                 raise _Reconnect(str(exc)) from exc
             raise
         finally:
             idle = not raw.broken and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-            if idle and (not locks or _answered(release)):
+            if idle and (unlock is None or _answered(release)):
                 raw.autocommit = False
             else:  # a lock perhaps still held, or a transaction still open: end the session
                 conn.invalidate()
@@ -748,14 +752,18 @@ def _lock_sql(locks: list[tuple[bool, int]], *, take: bool) -> str:
     return "SELECT " + ", ".join(calls)
 
 
-def _after_sync(pipeline: Any, raw: Any, sql: str | bytes, params: list[int] | None = None) -> Any:
-    """End the pipeline's segment and send `sql`: a cleanup statement, on a connection that
-    may be dying (None then: the caller finds the connection broken)."""
-    try:
-        _end_segment(pipeline)
-        return raw.execute(sql, params, prepare=False)
-    except psycopg.Error:
-        return None
+def _after_sync(pipeline: Any, cursor: Any, sql: bytes | str, params: list[int] | None = None) -> None:
+    """End the pipeline's segment and send `sql` on `cursor`. Sending may raise the error of
+    an earlier statement whose answer arrived meanwhile; `sql` is queued all the same, and
+    the cursor gets its answer when the pipeline is read to the end."""
+    _end_segment(pipeline)
+    cursor.execute(sql, params, prepare=False)
+
+
+def _quietly(send: Callable[[], None]) -> None:
+    """A cleanup on a write that already failed: its error, not this one's, is the answer."""
+    with suppress(psycopg.Error):
+        send()
 
 
 def _answered(cursor: Any) -> bool:

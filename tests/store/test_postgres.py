@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,13 +126,44 @@ def test_a_failed_statement_nobody_waited_for_fails_the_write_and_frees_its_gate
         tx.meta.set("lost", "1")
         Raw(tx.conn).send("INSERT INTO meta (key, value) VALUES (:k, :v)", {"k": "kept", "v": "2"})
 
-    with pytest.raises(psycopg.errors.UniqueViolation):
-        store.write(doomed, gate)
-    assert store.read(lambda tx: (tx.meta.get("kept"), tx.meta.get("lost"))) == ("1", None)
-    assert _advisory_locks(pg_url) == 0
-    _no_transaction_left_open(store)
+    for _ in range(10):  # the error's answer arrives before, while or after the end is sent
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            store.write(doomed, gate)
+        assert store.read(lambda tx: (tx.meta.get("kept"), tx.meta.get("lost"))) == ("1", None)
+        assert _advisory_locks(pg_url) == 0
+        _no_transaction_left_open(store)
     store.write(_increment, gate)  # the gate and the connection serve the next write
     assert store.read(lambda tx: tx.meta.get("n")) == "1"
+
+
+def test_an_error_that_arrives_while_the_release_is_sent_still_frees_the_gate(
+    store: Store, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failed statement's answer arrives after COMMIT was sent and before the gate's
+    release is: sending the release raises it (psycopg reads what has arrived). The release
+    is queued all the same, answered, and the write's error is what the caller sees."""
+    store.write(lambda tx: tx.meta.set("kept", "1"))
+    ends: list[object] = []
+    queued_sync = engine._end_segment
+
+    def end_segment(pipeline: Any) -> None:
+        ends.append(pipeline)
+        if len(ends) == 3:  # the release's: let the slow failure answer first
+            time.sleep(0.2)
+        queued_sync(pipeline)
+
+    monkeypatch.setattr(engine, "_end_segment", end_segment)
+
+    def doomed(tx: Tx) -> None:
+        _ = tx.now
+        Raw(tx.conn).send("INSERT INTO meta (key, value) SELECT 'kept', '2' FROM pg_sleep(0.05)", {})
+
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        store.write(doomed, Gate.project("prj_a"))
+    assert len(ends) == 3  # the gate's, COMMIT's and the release's Sync
+    assert _advisory_locks(pg_url) == 0
+    _no_transaction_left_open(store)
+    assert store.read(lambda tx: tx.meta.get("kept")) == "1"
 
 
 def test_a_write_that_raises_rolls_back_and_frees_its_gate(store: Store, pg_url: str) -> None:
