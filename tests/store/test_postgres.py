@@ -191,7 +191,7 @@ def test_a_connection_lost_before_commit_is_a_safe_retry(store: Store, pg_url: s
             pid = Raw(tx.conn).one("SELECT pg_backend_pid()", {})
             assert pid is not None
             with _raw(pg_url) as admin:
-                admin.execute("SELECT pg_terminate_backend(%s)", (pid[0],))
+                admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid[0],))  # waits for it to end
             tx.meta.get_many(("incarnation",))  # the next answer finds the session gone
 
     store.write(increment_once_killed, Gate.project("prj_a"))
