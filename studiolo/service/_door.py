@@ -51,9 +51,7 @@ class Door:
     @staticmethod
     def grants(tx: Tx, caller: Principal, project_id: str) -> list[Grant]:
         """The caller's live grants in the project (none in another project)."""
-        if caller.project_id not in (None, project_id):
-            return []
-        return tx.access.grants_of(caller.id, project_id)
+        return Door.grants_later(tx, caller, project_id)()
 
     @staticmethod
     def grants_later(tx: Tx, caller: Principal, project_id: str) -> Callable[[], list[Grant]]:

@@ -41,11 +41,13 @@ class Raw:
         self._pg = conn.dialect.name == "postgresql"
         self._driver: Any = None
 
-    def _cursor(self, sql: str, params: Mapping[str, Any]) -> Any:
+    def _connection(self) -> Any:
         if self._driver is None:
             self._driver = self._conn.connection.dbapi_connection
-        text = _pyformat(sql) if self._pg else sql
-        return self._driver.execute(text, params)
+        return self._driver
+
+    def _cursor(self, sql: str, params: Mapping[str, Any]) -> Any:
+        return self._connection().execute(_pyformat(sql) if self._pg else sql, params)
 
     def run(self, sql: str, params: Mapping[str, Any]) -> int:
         """Execute a write; the number of rows it touched."""
@@ -60,12 +62,10 @@ class Raw:
         (`Store`) it travels with the next statement that needs an answer, or the COMMIT;
         an error it raises surfaces there. Such writes share one cursor per driver
         connection (a new psycopg cursor per statement costs more than sending it)."""
-        if self._driver is None:
-            self._driver = self._conn.connection.dbapi_connection
-        info = self._conn.connection.info
+        driver, info = self._connection(), self._conn.connection.info
         kept = info.get(_SENDER)
-        if kept is None or kept[0] is not self._driver:  # none yet, or a reconnected driver
-            kept = info[_SENDER] = (self._driver, self._driver.cursor())
+        if kept is None or kept[0] is not driver:  # none yet, or a reconnected driver
+            kept = info[_SENDER] = (driver, driver.cursor())
         kept[1].execute(_pyformat(sql) if self._pg else sql, params)
 
     def one(self, sql: str, params: Mapping[str, Any]) -> Sequence[Any] | None:

@@ -344,16 +344,18 @@ class MetaRepo:
         self._seen: dict[str, str | None] = {}
         self.settle: Callable[[], object] | None = None  # reads a write's start (engine._Start)
 
-    def get(self, key: str) -> str | None:
+    def _settled(self) -> None:
         if self.settle is not None:
             self.settle()
+
+    def get(self, key: str) -> str | None:
+        self._settled()
         if key not in self._seen:
             self.get_many((key,))
         return self._seen[key]
 
     def get_many(self, keys: tuple[str, ...]) -> dict[str, str]:
-        if self.settle is not None:
-            self.settle()
+        self._settled()
         rows = self._raw.all(_META_GET_MANY + in_list("k", len(keys)), in_params("k", keys))
         found = {str(k): str(v) for k, v in rows}
         self._seen.update({k: found.get(k) for k in keys})
@@ -364,8 +366,7 @@ class MetaRepo:
         self._seen.update({k: None if v is None else str(v) for k, v in values.items()})
 
     def set(self, key: str, value: str) -> None:
-        if self.settle is not None:
-            self.settle()
+        self._settled()
         if self._raw.run(_META_SET, {"k": key, "v": value}) == 0:
             self._raw.run(_META_ADD, {"k": key, "v": value})
         self._seen[key] = value
