@@ -6,14 +6,17 @@ transactions issued by the same client processes in the same run.
 
 Workload (per replica count, on disjoint tasks of one seeded project): every task is claimed,
 has a candidate and a passing receipt; the timed phase is only the completion requests,
-sent over HTTP by `--clients` concurrent clients (processes × threads) to the replicas in
-turn. Contention: `--hot` tasks receive `--hot-requests` competing completion requests each
+sent over HTTP by `--processes` × `--threads` concurrent keep-alive connections to the
+replicas in turn. The clients are lean (raw HTTP/1.1 on asyncio, `bench/_fleet_client.py`),
+so they leave the two cores to what they measure; their CPU is reported (`client_cpu_s`).
+Contention: `--hot` tasks receive `--hot-requests` competing completion requests each
 (distinct request ids, one wins, the rest are refused with `task_not_active`), all other
 tasks one request each. Every request is a full serializable decision; throughput counts
 decisions per second, accepted ones are reported too.
 
-Baseline: the same clients run `UPDATE bench_rows SET n = n + 1 WHERE id = $1; COMMIT` on
-psycopg directly (READ COMMITTED, autocommit off) over the same hot/cold id mix.
+Baseline: the same client processes, `--threads` psycopg connections each, run
+`UPDATE bench_rows SET n = n + 1 WHERE id = $1; COMMIT` on psycopg directly (READ COMMITTED,
+autocommit off) over the same hot/cold id mix.
 
 Door: `--door` completions made one at a time in this process straight through the door
 (`Coordinator.complete`, no HTTP): the latency of one completion transaction on PostgreSQL.
@@ -32,6 +35,7 @@ with 4 replicas ÷ with 1 (reads take no writer gate). Every figure is also brok
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import multiprocessing
 import os
@@ -43,6 +47,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 # Run as a script, bench/ is sys.path[0]: a sibling named like a stdlib module (bench/http.py)
@@ -53,7 +58,7 @@ import httpx  # noqa: E402
 import psycopg  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
-from studiolo import StudioloError  # noqa: E402
+from bench._fleet_client import Conn, request  # noqa: E402
 from studiolo.client import Client  # noqa: E402
 from studiolo.service import Coordinator, make_request  # noqa: E402
 from studiolo.settings import Settings  # noqa: E402
@@ -85,7 +90,7 @@ def _options() -> Options:
     p.add_argument("--database-url", default=env or DEFAULT_URL, help="a PostgreSQL server")
     p.add_argument("--replicas", default="1,2,4")
     p.add_argument("--processes", type=int, default=4, help="client processes")
-    p.add_argument("--threads", type=int, default=8, help="client threads per process")
+    p.add_argument("--threads", type=int, default=8, help="client connections (bare: threads) per process")
     p.add_argument("--cold", type=int, default=200, help="tasks with one completion request, per run")
     p.add_argument("--hot", type=int, default=8, help="hot tasks per run")
     p.add_argument("--hot-requests", type=int, default=4, help="competing requests per hot task")
@@ -119,45 +124,80 @@ def _requests(ready: list[dict[str, Any]], hot: int, copies: int, rng: random.Ra
     return out
 
 
-def _client_process(
-    bases: list[str], work: list[dict[str, Any]], threads: int, barrier: Any, out: Any
-) -> None:
-    transport = httpx.HTTPTransport()
-    clients: dict[tuple[str, str], Client] = {}
-    for token in {item["token"] for item in work}:
-        for base in bases:
-            clients[(base, token)] = Client(base, token, timeout=120, transport=transport)
-    queue = list(enumerate(work))
-    lock = threading.Lock()
-    results: list[tuple[float, str]] = []
+def _client_process(bases: list[str], work: list[dict[str, Any]], conns: int, barrier: Any, out: Any) -> None:
+    """One client process: `conns` keep-alive connections, each sending one completion at a
+    time from the shared queue, to the replicas in turn (raw HTTP/1.1 on asyncio,
+    `bench/_fleet_client.py`: it leaves the cores to the servers it measures)."""
+    ready = [(bases[n % len(bases)], _completion_bytes(item)) for n, item in enumerate(work)]
+    barrier.wait()
+    out.put(asyncio.run(_drive(ready, conns, _completion_outcome, seconds=None)))
 
-    def run() -> None:
+
+def _completion_bytes(item: dict[str, Any]) -> bytes:
+    body = json.dumps(item["request"], separators=(",", ":")).encode()
+    return request("POST", f"/v1/tasks/{quote(item['task'], safe='')}/complete", _auth(item["token"]), body)
+
+
+def _auth(token: str) -> bytes:
+    return f"Authorization: Bearer {token}\r\n".encode()
+
+
+def _completion_outcome(status: int, body: bytes) -> str:
+    """`accepted` for a 2xx (every request id is distinct: no replays), else the refusal's
+    reason. (The lean client keeps no headers: a resend of a request the server had taken
+    would count as accepted; it resends only on a kept connection the server closed, which
+    its keep-alive time rules out within a run.)"""
+    if 200 <= status < 300:
+        return "accepted"
+    try:
+        return str(json.loads(body).get("reason") or status)
+    except ValueError:
+        return f"http {status}"
+
+
+async def _drive(
+    ready: list[tuple[str, bytes]],
+    conns: int,
+    outcome: Any,
+    seconds: float | None,
+) -> tuple[float, float, list[tuple[float, str]], float]:
+    """Send `ready` (base, the request's bytes) over `conns`
+    connections: each request once in order (`seconds` None), or chosen at random until
+    `seconds` have passed. Returns (began, ended, [(latency, outcome)], this process's CPU)."""
+    results: list[tuple[float, str]] = []
+    pending = list(reversed(ready))
+    rng = random.Random(os.getpid())
+
+    async def connection() -> None:
+        # One keep-alive connection per replica: each request carries its own token.
+        open_: dict[str, Conn] = {}
+        stop = None if seconds is None else time.perf_counter() + seconds
         while True:
-            with lock:
-                if not queue:
-                    return
-                n, item = queue.pop()
-            client = clients[(bases[n % len(bases)], item["token"])]
+            if stop is None:
+                if not pending:
+                    break
+                base, data = pending.pop()
+            elif time.perf_counter() < stop:
+                base, data = rng.choice(ready)
+            else:
+                break
+            conn = open_.get(base)
+            if conn is None:
+                url = httpx.URL(base)
+                conn = open_[base] = Conn(url.host, url.port or 80, "127.0.0.1", "")
             start = time.perf_counter()
             try:
-                done = client.complete(item["task"], **item["request"])
-                outcome = "replay" if done.replay else "accepted"
-            except StudioloError as err:
-                outcome = err.reason
-            except httpx.TransportError as err:  # reported in `outcomes`, never hidden
-                outcome = f"transport: {type(err).__name__}"
-            with lock:
-                results.append((time.perf_counter() - start, outcome))
+                status, body = await conn.fetch(data)
+                result = outcome(status, body)
+            except OSError as err:  # reported in `outcomes`, never hidden
+                result = f"transport: {type(err).__name__}"
+            results.append((time.perf_counter() - start, result))
+        for conn in open_.values():
+            conn.close()
 
-    barrier.wait()
     began, cpu = time.time(), time.process_time()
-    pool = [threading.Thread(target=run) for _ in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    out.put((began, time.time(), results, time.process_time() - cpu))
-    transport.close()
+    await asyncio.gather(*(connection() for _ in range(conns)))
+    return began, time.time(), results, time.process_time() - cpu
 
 
 @dataclass
@@ -265,33 +305,20 @@ def projects(opts: Options, seed: Seed, logs: Path, rng: random.Random) -> dict[
 
 
 def _read_process(
-    bases: list[str], work: list[dict[str, Any]], threads: int, seconds: float, barrier: Any, out: Any
+    bases: list[str], work: list[dict[str, Any]], conns: int, seconds: float, barrier: Any, out: Any
 ) -> None:
-    transport = httpx.HTTPTransport()
-    results: list[tuple[float, str]] = []
-    lock = threading.Lock()
-
-    def run(n: int) -> None:
-        rng, mine = random.Random(n), []
-        clients = [Client(b, work[0]["token"], timeout=60, transport=transport) for b in bases]
-        stop = time.perf_counter() + seconds
-        while time.perf_counter() < stop:
-            item = rng.choice(work)
-            start = time.perf_counter()
-            rng.choice(clients).task(item["task"])
-            mine.append((time.perf_counter() - start, "ok"))
-        with lock:
-            results.extend(mine)
-
+    token = work[0]["token"]
+    ready = [
+        (b, request("GET", f"/v1/tasks/{quote(i['task'], safe='')}", _auth(token)))
+        for i in work
+        for b in bases
+    ]
     barrier.wait()
-    began, cpu = time.time(), time.process_time()
-    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    out.put((began, time.time(), results, time.process_time() - cpu))
-    transport.close()
+    out.put(
+        asyncio.run(
+            _drive(ready, conns, lambda status, _b: "ok" if status == 200 else f"http {status}", seconds)
+        )
+    )
 
 
 def reads(opts: Options, bases: list[str], items: list[dict[str, Any]]) -> dict[str, Any]:

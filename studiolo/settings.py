@@ -35,6 +35,8 @@ class Settings:
     max_candidate_bytes: int = 4 * 1024 * 1024
     max_completion_bytes: int = 64 * 1024
     max_streams_per_principal: int = 8
+    # PostgreSQL connections a serving process keeps (and never more: see docs/operations.md)
+    db_pool_size: int = 10
     # The A2A requester (docs/a2a.md, "Delegating to a remote agent").
     a2a_requester: bool = True  # drive delegations to remote agents in this process
     a2a_poll_seconds: float = 2.0
@@ -74,6 +76,7 @@ class Settings:
             max_candidate_bytes=int(e.get("STUDIOLO_MAX_CANDIDATE_BYTES", base.max_candidate_bytes)),
             max_completion_bytes=int(e.get("STUDIOLO_MAX_COMPLETION_BYTES", base.max_completion_bytes)),
             max_streams_per_principal=int(e.get("STUDIOLO_MAX_STREAMS", base.max_streams_per_principal)),
+            db_pool_size=int(e.get("STUDIOLO_DB_POOL_SIZE", base.db_pool_size)),
             a2a_requester=e.get("STUDIOLO_A2A_REQUESTER", "1") not in ("0", "false", "no"),
             a2a_poll_seconds=float(e.get("STUDIOLO_A2A_POLL_SECONDS", base.a2a_poll_seconds)),
             a2a_quiescence_bound=float(e.get("STUDIOLO_A2A_QUIESCENCE_BOUND", base.a2a_quiescence_bound)),

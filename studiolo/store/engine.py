@@ -113,6 +113,7 @@ _BACKOFF_BASE = 0.002
 _BACKOFF_CAP = 0.25
 
 _MAX_WIDENINGS = 3  # a write whose gate was too narrow this often takes the whole ledger
+_PG_MAX_GROUP = 16  # writes of one project committed together, at most
 
 # The first statement of a write, one round trip: the server clock, the clock guard, the
 # incarnation, the seq of the first event, and the head of the write's chain.
@@ -195,11 +196,13 @@ class Store:
         clock: Clock = time.time,
         clock_source: ClockSource | None = None,
         max_retries: int = 8,
-        pool_size: int = 5,
-        max_overflow: int = 5,
+        pool_size: int = 10,
+        max_overflow: int = 0,
         writer_gate: bool | None = None,
         fsync: Callable[[int], None] = os.fsync,
     ) -> None:
+        if pool_size < 1 or max_overflow < 0:
+            raise ValueError(f"pool_size {pool_size} (at least 1), max_overflow {max_overflow} (at least 0)")
         self.url = url
         self._clock = clock
         self._max_retries = max_retries
@@ -224,6 +227,7 @@ class Store:
         self._local_writer = threading.Lock()  # whole-ledger writers (every writer on SQLite)
         self._chain_locks: dict[str, threading.Lock] = {}  # one writer per chain per process
         self._chain_locks_guard = threading.Lock()
+        self._chain_groups: dict[str, GroupCommit] = {}  # PostgreSQL: a project's writes commit in groups
         self._lock_path = _beside(url, ".writer-lock") if self.is_sqlite else None
         self._lock_fd: int | None = None
         self._wal_path = _beside(url, "-wal") if self.is_sqlite else None
@@ -238,6 +242,7 @@ class Store:
         self._projects: dict[tuple[str, str], str] = {}  # located ids (they never move)
         self.retries = 0  # serialization failures retried (for metrics and tests)
         self.widenings = 0  # writes rerun under a wider gate
+        self.regrouped = 0  # PostgreSQL groups run again write by write after a database error
 
     # schema ---------------------------------------------------------------------
     def upgrade(self, revision: str = "head") -> str:
@@ -291,12 +296,73 @@ class Store:
     def _write_once(self, fn: Callable[[Tx], T], gate: Gate) -> T:
         if self.is_sqlite:  # one writer for the whole file: the gate only bounds the chains
             return self._group.submit(_within(gate, fn))
-        with self._local(gate), self._transaction(write=True, gate=gate) as tx:
+        grouped = self._chain_group(gate)
+        if grouped is not None:
+            return grouped.submit(fn)
+        with self._local(gate):
+            return self._pg_alone(fn, gate)
+
+    def _pg_alone(self, fn: Callable[[Tx], T], gate: Gate) -> T:
+        """One write in a transaction of its own (the caller holds the gate's local locks)."""
+        with self._transaction(write=True, gate=gate) as tx:
             self._writing.active = True
             try:
                 return fn(tx)
             finally:
                 self._writing.active = False
+
+    def _chain_group(self, gate: Gate) -> GroupCommit | None:
+        """PostgreSQL under the writer gates: the group commit of a one-chain gate (a
+        project's writes), whose leader lock is the chain's local lock; else None."""
+        if not self.writer_gate or gate.exclusive or gate.chains is None or len(gate.chains) != 1:
+            return None
+        (chain,) = gate.chains
+        group = self._chain_groups.get(chain)
+        if group is None:
+            with self._chain_locks_guard:
+                lock = self._chain_locks.setdefault(chain, threading.Lock())
+                commit = functools.partial(self._commit_chain_group, gate)
+                group = self._chain_groups.setdefault(chain, GroupCommit(commit, lock, _PG_MAX_GROUP))
+        return group
+
+    def _commit_chain_group(self, gate: Gate, jobs: list[Job[Any]]) -> None:
+        """PostgreSQL: a project's queued writes in one transaction under its gate, each in
+        its own savepoint, in queue order (`group.py`): the gate, BEGIN and COMMIT are paid
+        once. A write that raises is rolled back to its savepoint and fails alone. A
+        database error, which cannot be told apart from the others' (a failed statement
+        aborts the transaction and everything sent after it), fails no one: the writes are
+        run again, each in a transaction of its own."""
+        if len(jobs) > 1:
+            try:
+                self._pg_group(gate, jobs)
+                return None
+            except (DBAPIError, _Reconnect, psycopg.Error):
+                self.regrouped += 1
+        for job in jobs:
+            job.result, job.error = None, None
+            try:
+                job.result = self._pg_alone(job.fn, gate)
+            except Exception as exc:
+                job.error = exc
+        return None
+
+    def _pg_group(self, gate: Gate, jobs: list[Job[Any]]) -> None:
+        with self.engine.connect() as conn, self._pg_write(conn, gate):
+            raw: Any = conn.connection.dbapi_connection
+            for job in jobs:
+                job.result, job.error = None, None
+                raw.execute(b"SAVEPOINT studiolo_op", prepare=False)
+                self._writing.active = True
+                try:
+                    job.result = job.fn(self._open(conn, write=True, gate=gate))
+                except (DBAPIError, _Reconnect, psycopg.Error):
+                    raise  # the transaction is perhaps aborted: the group fails
+                except Exception as exc:  # this write fails alone: undo its effects
+                    job.result, job.error = None, exc
+                    raw.execute(b"ROLLBACK TO SAVEPOINT studiolo_op", prepare=False)
+                finally:
+                    self._writing.active = False
+                raw.execute(b"RELEASE SAVEPOINT studiolo_op", prepare=False)
 
     def _commit_group(self, jobs: list[Job[Any]]) -> Settle | None:
         """SQLite: run queued writes, each in its savepoint, in one transaction (`group.py`).
@@ -505,7 +571,8 @@ class Store:
                 yield from self._run(conn, write=write, gate=gate)
                 return
             if write:
-                yield from self._pg_write(conn, gate)
+                with self._pg_write(conn, gate):
+                    yield self._open(conn, write=True, gate=gate)
                 return
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             conn.begin()
@@ -540,7 +607,8 @@ class Store:
             conn.rollback()
             raise
 
-    def _pg_write(self, conn: Connection, gate: Gate) -> Iterator[Tx]:
+    @contextmanager
+    def _pg_write(self, conn: Connection, gate: Gate) -> Iterator[None]:
         """A PostgreSQL write in psycopg's pipeline mode, in as few round trips as its reads
         allow. The driver is in autocommit for it, so psycopg sends no BEGIN (and no Sync
         after it) of its own; the write sends, without waiting for any answer:
@@ -575,7 +643,7 @@ class Store:
                         raw.execute(_lock_sql(locks, take=True), [k for _, k in locks], prepare=False)
                         _end_segment(pipeline)
                     raw.execute(_BEGIN[self._write_isolation(gate)], prepare=False)
-                    yield self._open(conn, write=True, gate=gate)
+                    yield  # the caller opens its `Tx` (or one per write of a group) and runs
                     commit = raw.cursor()
                     _after_sync(pipeline, commit, b"COMMIT")  # a failed write skips here: COMMIT rolls back
                 except BaseException:  # the write's own error propagates, not a cleanup's

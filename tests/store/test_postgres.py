@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -221,3 +222,97 @@ def test_psycopg_still_queues_a_sync_without_waiting() -> None:
     """The store queues Syncs with psycopg's private `_enqueue_sync` (one round trip fewer
     per write); if an upgrade removes it, writes still work (above) but wait once more."""
     assert callable(getattr(psycopg.Pipeline, "_enqueue_sync", None))
+
+
+# A project's writes commit in groups -------------------------------------------------
+def _as_one_group(store: Store, gate: Gate, writes: list[Any]) -> list[object]:
+    """Run `writes` from threads of their own so that they commit as one group: the chain's
+    leader lock is held until every one of them is queued. Each write's result, or what it
+    raised."""
+    group = store._chain_group(gate)
+    assert group is not None
+    outcomes: list[object] = [None] * len(writes)
+
+    def run(i: int) -> None:
+        try:
+            outcomes[i] = store.write(writes[i], gate)
+        except Exception as exc:
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(writes))]
+    with group._leader:
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 30
+        while len(group._pending) < len(writes):  # each waits behind the held leader lock
+            assert time.monotonic() < deadline, "the writes were not queued"
+            time.sleep(0.001)
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    return outcomes
+
+
+def _setting(key: str, value: str) -> Any:
+    def run(tx: Tx) -> str:
+        tx.meta.set(key, value)
+        return value
+
+    return run
+
+
+def test_queued_writes_of_a_project_commit_as_one_group_and_one_that_raises_fails_alone(
+    store: Store, pg_url: str
+) -> None:
+    def refused(tx: Tx) -> None:
+        tx.meta.set("b", "1")
+        raise ValueError("the door refused")
+
+    gate = Gate.project("prj_a")
+    outcomes = _as_one_group(store, gate, [_setting("a", "1"), refused, _setting("c", "1"), _increment])
+    group = store._chain_group(gate)
+    assert group is not None and group.groups == 1 and group.grouped == 4  # one transaction
+    assert outcomes[0] == "1" and outcomes[2] == "1" and outcomes[3] is None
+    assert isinstance(outcomes[1], ValueError)
+    seen = store.read(lambda tx: [tx.meta.get(k) for k in ("a", "b", "c", "n")])
+    assert seen == ["1", None, "1", "1"]  # the refused write left nothing, the others all stay
+    assert store.regrouped == 0
+    assert _advisory_locks(pg_url) == 0
+    _no_transaction_left_open(store)
+
+
+def test_a_database_error_in_a_group_fails_only_the_write_that_made_it(store: Store, pg_url: str) -> None:
+    """A failed statement aborts the group's transaction and everything sent after it, so
+    the group cannot tell whose it was: each write is run again alone, and only the one that
+    made the error gets it."""
+    store.write(_setting("kept", "1"))
+
+    def doomed(tx: Tx) -> None:
+        tx.meta.set("lost", "1")
+        Raw(tx.conn).send("INSERT INTO meta (key, value) VALUES (:k, :v)", {"k": "kept", "v": "2"})
+
+    gate = Gate.project("prj_a")
+    outcomes = _as_one_group(store, gate, [_setting("a", "1"), doomed, _increment, _setting("c", "1")])
+    assert isinstance(outcomes[1], psycopg.errors.UniqueViolation)
+    assert [outcomes[0], outcomes[2], outcomes[3]] == ["1", None, "1"]
+    seen = store.read(lambda tx: [tx.meta.get(k) for k in ("a", "lost", "n", "c", "kept")])
+    assert seen == ["1", None, "1", "1", "1"]
+    assert store.regrouped == 1
+    assert _advisory_locks(pg_url) == 0
+    _no_transaction_left_open(store)
+
+
+def test_many_threads_writing_one_project_lose_no_update(store: Store) -> None:
+    """Threads of one process write one project at once (they commit in groups as they
+    queue): every read-modify-write sees the one before it, in groups and across them."""
+    gate = Gate.project("prj_a")
+    threads = [
+        threading.Thread(target=lambda: [store.write(_increment, gate) for _ in range(25)]) for _ in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert store.read(lambda tx: tx.meta.get("n")) == "200"
+    group = store._chain_group(gate)
+    assert group is not None and group.groups <= 200

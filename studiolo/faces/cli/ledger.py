@@ -48,7 +48,7 @@ def _settings(database_url: str | None, host: str | None = None, port: int | Non
 
 
 def _coordinator(settings: Settings) -> Coordinator:
-    return Coordinator(Store(settings.database_url), settings)
+    return Coordinator(Store(settings.database_url, pool_size=settings.db_pool_size), settings)
 
 
 def init(

@@ -74,7 +74,8 @@ def serve(coordinator: Coordinator, settings: Settings, workers: int = 1) -> Non
     sock = _listen(settings.host, settings.port)
     coordinator.store.dispose()  # no ledger connection may cross a fork
     door, store = type(coordinator), type(coordinator.store)
-    _Supervisor(lambda: _worker(door(store(settings.database_url), settings), sock), workers).run()
+    url, pool = settings.database_url, settings.db_pool_size
+    _Supervisor(lambda: _worker(door(store(url, pool_size=pool), settings), sock), workers).run()
 
 
 def _listen(host: str, port: int) -> socket.socket:
