@@ -58,6 +58,12 @@ every write runs SERIALIZABLE and the database serializes them; serialization fa
 (40001, 40P01) are retried a bounded number of times with full jitter. Readers run
 REPEATABLE READ, READ ONLY: one consistent snapshot, no gate.
 
+A project's writes in one process commit in groups (PostgreSQL under the gates): those that
+queue while one holds the project's local lock go together in the next transaction, each in
+its own savepoint, in queue order (`_commit_chain_group`, the queue of `group.py`). A write
+that raises fails alone; a database error, which cannot be pinned on one write, makes every
+write of the group run again in a transaction of its own.
+
 The authority clock is read once per transaction, after the gate: the database server's
 clock on PostgreSQL (`clock_timestamp()`), the injected service clock on SQLite. It never
 moves backwards within an incarnation: it is at least `meta.clock_last` (moved by

@@ -9,8 +9,10 @@ from typing import Any
 
 import psycopg
 import pytest
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from studiolo.settings import Settings
 from studiolo.store import Store, Tx, engine
 from studiolo.store._raw import Raw
 from studiolo.store.engine import WRITER_GATE
@@ -316,3 +318,27 @@ def test_many_threads_writing_one_project_lose_no_update(store: Store) -> None:
     assert store.read(lambda tx: tx.meta.get("n")) == "200"
     group = store._chain_group(gate)
     assert group is not None and group.groups <= 200
+
+
+def test_the_pool_keeps_its_connections_and_opens_no_more(pg_url: str) -> None:
+    """`STUDIOLO_DB_POOL_SIZE` connections, no overflow: twice as many threads reading at
+    once share them (an overflow connection would be opened, then closed on its return)."""
+    assert Settings.from_env({"STUDIOLO_DB_POOL_SIZE": "3"}).db_pool_size == 3
+    with pytest.raises(ValueError, match="pool_size 0"):
+        Store(pg_url, pool_size=0)
+    store = Store(pg_url, pool_size=3)
+    store.upgrade()
+    opened: list[int] = []
+    event.listen(store.engine, "connect", lambda *_: opened.append(1))
+
+    def slow(tx: Tx) -> str | None:
+        time.sleep(0.01)  # holds its connection while the other threads want one
+        return tx.meta.get("n")
+
+    threads = [threading.Thread(target=lambda: [store.read(slow) for _ in range(10)]) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(opened) <= 3
+    store.dispose()
