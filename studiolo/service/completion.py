@@ -28,7 +28,8 @@ __all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
 
 _MAX_EVIDENCE = 100
 
-_Gathered = tuple[ReceiptFacts, tuple[dict[str, int], dict[str, int]]]  # trust, declared revisions
+# trust, declared revisions, the candidate's paths' revisions now (what publishing moves)
+_Gathered = tuple[ReceiptFacts, tuple[dict[str, int], dict[str, int]], dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ class CompletionOps(Door):
         visible = found if found and readable else None
         if visible is not None and visible.prior is not None:
             return self._replay(caller, q, visible.prior)
-        facts = self._facts(tx, caller, q, visible, grants, gathered)
+        got = gathered() if visible is not None and gathered is not None else None
+        facts = self._facts(tx, caller, q, visible, grants, got)
         verdict = evaluate(q, facts, self.disabled_checks)
         if not verdict.accepted:
             self.audit(
@@ -108,10 +110,9 @@ class CompletionOps(Door):
                 failed=[r.value for r in verdict.failed],
             )
             return _Rejected(verdict)
-        assert visible is not None and facts.attempt is not None and facts.candidate is not None
-        return CompletionOutcome(
-            self._publish(tx, caller, q, visible.task, facts.attempt, facts.candidate), replay=False
-        )
+        assert visible is not None and got is not None and facts.attempt is not None and facts.candidate
+        completion = self._publish(tx, caller, q, visible.task, facts.attempt, facts.candidate, got[2])
+        return CompletionOutcome(completion, replay=False)
 
     @staticmethod
     def _replay(caller: Principal, q: CompletionRequest, prior: Completion) -> CompletionOutcome:
@@ -130,13 +131,13 @@ class CompletionOps(Door):
         q: CompletionRequest,
         found: Subjects | None,
         grants: tuple[Grant, ...],
-        gathered: Callable[[], _Gathered] | None,
+        gathered: _Gathered | None,
     ) -> CompletionFacts:
         if found is None or gathered is None:  # none, or not the caller's to see
             return CompletionFacts(
                 caller, None, None, None, (), {}, {}, {}, {}, frozenset(), tx.now, tx.incarnation
             )
-        trust, (files, dirs) = gathered()
+        trust, (files, dirs), _ = gathered
         task, cand = found.task, found.candidate
         return CompletionFacts(
             caller=caller,
@@ -164,13 +165,21 @@ class CompletionOps(Door):
         bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
         trust = receipt_facts_later(tx, task, bound, q.evidence)
         revisions = tx.content.declared_revisions_later(task.project_id, paths, prefixes)
-        return lambda: (trust(), revisions())
+        moving = tx.content.declared_revisions_later(task.project_id, bound.files if bound else (), ())
+        return lambda: (trust(), revisions(), moving()[0])
 
     def _publish(
-        self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task, attempt: Attempt, cand: Candidate
+        self,
+        tx: Tx,
+        caller: Principal,
+        q: CompletionRequest,
+        task: Task,
+        attempt: Attempt,
+        cand: Candidate,
+        current: dict[str, int],
     ) -> Completion:
         completion_id = self.ids.new("cmp")
-        revisions = tx.content.publish(task.project_id, cand.files, tx.now, caller.id, completion_id)
+        revisions = tx.content.publish(task.project_id, cand.files, tx.now, caller.id, completion_id, current)
         commit_version = tx.audit.next_seq(task.project_id)
         key = self.service_key(tx)
         evidence, digest = sorted(set(q.evidence)), q.digest()

@@ -84,6 +84,20 @@ def _upsert_artifacts(n: int) -> str:
 
 
 @functools.lru_cache(maxsize=64)
+def _move_artifacts(n: int) -> str:
+    """`_upsert_artifacts` with each path's new revision given (its revision + 1, 1 for a new
+    path), nothing returned; a pointer that is not at the revision before fails the
+    statement (NULL into a NOT NULL column) rather than being moved."""
+    return (
+        "INSERT INTO artifacts (project_id, path, digest, updated_at, revision) VALUES "
+        + _values(n, ("path", "d", "at", "rev"))
+        + " ON CONFLICT (project_id, path) DO UPDATE SET revision ="
+        " CASE WHEN artifacts.revision + 1 = excluded.revision THEN excluded.revision END,"
+        " digest = excluded.digest, updated_at = excluded.updated_at"
+    )
+
+
+@functools.lru_cache(maxsize=64)
 def _add_blob_refs(n: int) -> str:
     values = _values(n, ("d",))
     return "INSERT INTO blob_refs (project_id, digest) VALUES " + values + " ON CONFLICT DO NOTHING"
@@ -277,14 +291,30 @@ class ContentRepo:
         return revision
 
     def publish(
-        self, project_id: str, files: Mapping[str, str | None], at: float, actor: str, cause: str
+        self,
+        project_id: str,
+        files: Mapping[str, str | None],
+        at: float,
+        actor: str,
+        cause: str,
+        current: Mapping[str, int] | None = None,
     ) -> dict[str, int]:
         """Move the pointers of several paths at once, as `write_artifact` does one by one:
-        three statements per chunk of paths (pointers, history, collection counters)."""
+        three statements per chunk of paths (pointers, history, collection counters).
+
+        `current`: each path's revision (0: none), read earlier in this write (under the
+        project's gate nothing moves them meanwhile). Then no statement waits for an answer
+        (the new revisions are known); a pointer found elsewhere fails the write."""
         paths = sorted(files)
         revisions: dict[str, int] = {}
         for i in range(0, len(paths), _CHUNK):
-            revisions.update(self._publish_chunk(project_id, paths[i : i + _CHUNK], files, at, actor, cause))
+            part = paths[i : i + _CHUNK]
+            if current is None:
+                revisions.update(self._publish_chunk(project_id, part, files, at, actor, cause))
+                continue
+            moved = {p: current[p] + 1 for p in part}
+            self._record_chunk(project_id, part, files, moved, at, actor, cause)
+            revisions.update(moved)
         bumps = Counter(prefix for path in paths for prefix in ancestors(path))
         prefixes = sorted(bumps)
         for i in range(0, len(prefixes), _CHUNK):
@@ -308,6 +338,36 @@ class ContentRepo:
             _upsert_artifacts(n), {"p": project_id} | _rows(n, path=paths, d=digests, at=[at] * n)
         )
         revisions = {str(path): int(rev) for path, rev in moved}
+        self._send_history(project_id, paths, digests, revisions, at, actor, cause)
+        return revisions
+
+    def _record_chunk(
+        self,
+        project_id: str,
+        paths: list[str],
+        files: Mapping[str, str | None],
+        revisions: Mapping[str, int],
+        at: float,
+        actor: str,
+        cause: str,
+    ) -> None:
+        n = len(paths)
+        digests = [files[p] for p in paths]
+        rows = _rows(n, path=paths, d=digests, at=[at] * n, rev=[revisions[p] for p in paths])
+        self._raw.send(_move_artifacts(n), {"p": project_id} | rows)
+        self._send_history(project_id, paths, digests, revisions, at, actor, cause)
+
+    def _send_history(
+        self,
+        project_id: str,
+        paths: list[str],
+        digests: list[str | None],
+        revisions: Mapping[str, int],
+        at: float,
+        actor: str,
+        cause: str,
+    ) -> None:
+        n = len(paths)
         history = _rows(
             n,
             path=paths,
@@ -318,7 +378,6 @@ class ContentRepo:
             cause=[cause] * n,
         )
         self._raw.send(_insert_revisions(n), {"p": project_id} | history)
-        return revisions
 
     def declared_revisions(
         self, project_id: str, paths: Iterable[str], prefixes: Iterable[str]

@@ -51,11 +51,12 @@ def _state(tx: Tx, project_id: str) -> dict[str, Any]:
 def test_publish_is_write_artifact_for_every_path(
     store: Store, before: dict[str, str | None], files: dict[str, str | None]
 ) -> None:
+    """Also with the revisions read beforehand (`current`, as a completion does)."""
     n = next(_ids)
-    one, other = f"prj_publish{n:06d}a", f"prj_publish{n:06d}b"
+    one, other, known = (f"prj_publish{n:06d}{x}" for x in "abc")
 
-    def run(tx: Tx) -> tuple[dict[str, int], dict[str, int]]:
-        for pid in (one, other):
+    def run(tx: Tx) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+        for pid in (one, other, known):
             tx.access.add_project(Project(pid, pid, 0.0))
             for path, digest in sorted(before.items()):
                 tx.content.write_artifact(pid, path, digest, 1.0, "prn_someone", "edit")
@@ -64,11 +65,39 @@ def test_publish_is_write_artifact_for_every_path(
             path: tx.content.write_artifact(other, path, digest, 2.0, "prn_agent", "cmp_x")
             for path, digest in sorted(files.items())
         }
-        return published, one_by_one
+        current = tx.content.declared_revisions(known, files, ())[0]
+        return published, one_by_one, tx.content.publish(known, files, 2.0, "prn_agent", "cmp_x", current)
 
-    published, one_by_one = store.write(run)
-    assert published == one_by_one and list(published) == sorted(files)
-    assert store.read(lambda tx: _state(tx, one)) == store.read(lambda tx: _state(tx, other))
+    published, one_by_one, with_known = store.write(run)
+    assert published == one_by_one == with_known and list(published) == sorted(files)
+    state = store.read(lambda tx: _state(tx, one))
+    assert state == store.read(lambda tx: _state(tx, other)) == store.read(lambda tx: _state(tx, known))
+
+
+@pytest.mark.parametrize("stale", [-1, 1], ids=["behind", "ahead"])
+def test_publishing_from_revisions_that_are_not_current_fails_and_moves_nothing(
+    store: Store, stale: int
+) -> None:
+    """`current` is read under the project's gate, so it cannot be stale; if it were, the
+    write fails rather than record a history that skips or repeats a revision."""
+    pid = f"prj_stale{next(_ids):06d}"
+    files = {"src/a.txt": "sha256:" + "1" * 64, "src/new.txt": "sha256:" + "2" * 64}
+
+    def setup(tx: Tx) -> None:
+        tx.access.add_project(Project(pid, pid, 0.0))
+        for _ in range(3):
+            tx.content.write_artifact(pid, "src/a.txt", None, 1.0, "prn_someone", "edit")
+
+    store.write(setup)
+    before = store.read(lambda tx: _state(tx, pid))
+
+    def publish(tx: Tx) -> None:
+        current = tx.content.declared_revisions(pid, files, ())[0]
+        tx.content.publish(pid, files, 2.0, "prn_agent", "cmp_x", {**current, "src/a.txt": 3 + stale})
+
+    with pytest.raises(Exception, match=r"(?i)\bnull\b"):
+        store.write(publish)
+    assert store.read(lambda tx: _state(tx, pid)) == before
 
 
 @pytest.mark.parametrize("n", [3, 2_500])
