@@ -337,12 +337,17 @@ class Store:
         once. A write that raises is rolled back to its savepoint and fails alone. A
         database error, which cannot be told apart from the others' (a failed statement
         aborts the transaction and everything sent after it), fails no one: the writes are
-        run again, each in a transaction of its own."""
+        run again, each in a transaction of its own. A session lost after COMMIT was sent
+        fails them all, as it fails a write alone: it may have committed."""
         if len(jobs) > 1:
             try:
                 self._pg_group(gate, jobs)
                 return None
-            except (DBAPIError, _Reconnect, psycopg.Error):
+            except _InDoubt as exc:  # perhaps committed: running them again could apply twice
+                for job in jobs:
+                    job.result, job.error = None, exc
+                return None
+            except (DBAPIError, _Reconnect, psycopg.Error):  # rolled back (or never sent)
                 self.regrouped += 1
         for job in jobs:
             job.result, job.error = None, None
@@ -666,6 +671,8 @@ class Store:
         except BaseException as exc:
             if raw.broken and commit is None:  # the session died before COMMIT: run it again
                 raise _Reconnect(str(exc)) from exc
+            if raw.broken and isinstance(exc, Exception):  # after COMMIT was sent: who knows
+                raise _InDoubt(str(exc)) from exc
             raise
         finally:
             idle = not raw.broken and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
@@ -861,6 +868,11 @@ def _end_segment(pipeline: Any) -> None:
 
 class _Reconnect(Exception):
     """A connection was found dead before the transaction's function ran: safe to retry."""
+
+
+class _InDoubt(psycopg.OperationalError):
+    """The session was lost after COMMIT was sent: the write may or may not have committed,
+    so it must not be run again."""
 
 
 def _sync_pipeline(conn: Connection, *_: Any) -> None:

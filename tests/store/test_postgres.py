@@ -342,3 +342,33 @@ def test_the_pool_keeps_its_connections_and_opens_no_more(pg_url: str) -> None:
         t.join(60)
     assert len(opened) <= 3
     store.dispose()
+
+
+def test_a_group_whose_session_is_lost_after_commit_was_sent_runs_nothing_again(
+    store: Store, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Committed or not, nobody can tell: every write of the group gets the error, as a write
+    alone does, and none is run again (it could apply twice)."""
+    sent = engine._after_sync
+    runs: list[str] = []
+
+    def lost_at_commit(pipeline: Any, cursor: Any, sql: bytes | str, params: Any = None) -> None:
+        if sql == b"COMMIT":
+            pid = cursor.connection.info.backend_pid
+            with _raw(pg_url) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
+        sent(pipeline, cursor, sql, params)
+
+    def counted(key: str) -> Any:
+        def run(tx: Tx) -> None:
+            runs.append(key)
+            tx.meta.set(key, "1")
+
+        return run
+
+    monkeypatch.setattr(engine, "_after_sync", lost_at_commit)
+    outcomes = _as_one_group(store, Gate.project("prj_a"), [counted("a"), counted("b"), counted("c")])
+    assert all(isinstance(o, psycopg.OperationalError) for o in outcomes), outcomes
+    assert sorted(runs) == ["a", "b", "c"] and store.regrouped == 0
+    monkeypatch.setattr(engine, "_after_sync", sent)
+    assert store.read(lambda tx: [tx.meta.get(k) for k in "abc"]) == [None, None, None]
