@@ -309,12 +309,7 @@ class ContentRepo:
         revisions: dict[str, int] = {}
         for i in range(0, len(paths), _CHUNK):
             part = paths[i : i + _CHUNK]
-            if current is None:
-                revisions.update(self._publish_chunk(project_id, part, files, at, actor, cause))
-                continue
-            moved = {p: current[p] + 1 for p in part}
-            self._record_chunk(project_id, part, files, moved, at, actor, cause)
-            revisions.update(moved)
+            revisions.update(self._publish_chunk(project_id, part, files, current, at, actor, cause))
         bumps = Counter(prefix for path in paths for prefix in ancestors(path))
         prefixes = sorted(bumps)
         for i in range(0, len(prefixes), _CHUNK):
@@ -328,46 +323,21 @@ class ContentRepo:
         project_id: str,
         paths: list[str],
         files: Mapping[str, str | None],
+        current: Mapping[str, int] | None,
         at: float,
         actor: str,
         cause: str,
     ) -> dict[str, int]:
+        """The pointers and the history of up to `_CHUNK` paths: the pointers' statement
+        answers their new revisions, unless `current` gave them."""
         n = len(paths)
         digests = [files[p] for p in paths]
-        moved = self._raw.all(
-            _upsert_artifacts(n), {"p": project_id} | _rows(n, path=paths, d=digests, at=[at] * n)
-        )
-        revisions = {str(path): int(rev) for path, rev in moved}
-        self._send_history(project_id, paths, digests, revisions, at, actor, cause)
-        return revisions
-
-    def _record_chunk(
-        self,
-        project_id: str,
-        paths: list[str],
-        files: Mapping[str, str | None],
-        revisions: Mapping[str, int],
-        at: float,
-        actor: str,
-        cause: str,
-    ) -> None:
-        n = len(paths)
-        digests = [files[p] for p in paths]
-        rows = _rows(n, path=paths, d=digests, at=[at] * n, rev=[revisions[p] for p in paths])
-        self._raw.send(_move_artifacts(n), {"p": project_id} | rows)
-        self._send_history(project_id, paths, digests, revisions, at, actor, cause)
-
-    def _send_history(
-        self,
-        project_id: str,
-        paths: list[str],
-        digests: list[str | None],
-        revisions: Mapping[str, int],
-        at: float,
-        actor: str,
-        cause: str,
-    ) -> None:
-        n = len(paths)
+        rows = {"p": project_id} | _rows(n, path=paths, d=digests, at=[at] * n)
+        if current is None:
+            revisions = {str(path): int(rev) for path, rev in self._raw.all(_upsert_artifacts(n), rows)}
+        else:
+            revisions = {p: current[p] + 1 for p in paths}
+            self._raw.send(_move_artifacts(n), rows | _rows(n, rev=[revisions[p] for p in paths]))
         history = _rows(
             n,
             path=paths,
@@ -378,6 +348,7 @@ class ContentRepo:
             cause=[cause] * n,
         )
         self._raw.send(_insert_revisions(n), {"p": project_id} | history)
+        return revisions
 
     def declared_revisions(
         self, project_id: str, paths: Iterable[str], prefixes: Iterable[str]
