@@ -347,7 +347,7 @@ class Store:
                 for job in jobs:
                     job.result, job.error = None, exc
                 return None
-            except (DBAPIError, _Reconnect, psycopg.Error):  # rolled back (or never sent)
+            except _DATABASE_ERRORS:  # rolled back (or never sent)
                 self.regrouped += 1
         for job in jobs:
             job.result, job.error = None, None
@@ -359,21 +359,10 @@ class Store:
 
     def _pg_group(self, gate: Gate, jobs: list[Job[Any]]) -> None:
         with self.engine.connect() as conn, self._pg_write(conn, gate):
-            raw: Any = conn.connection.dbapi_connection
+            raw = Raw(conn)  # the savepoints travel with the writes' own statements
             for job in jobs:
-                job.result, job.error = None, None
-                raw.execute(b"SAVEPOINT studiolo_op", prepare=False)
-                self._writing.active = True
-                try:
-                    job.result = job.fn(self._open(conn, write=True, gate=gate))
-                except (DBAPIError, _Reconnect, psycopg.Error):
-                    raise  # the transaction is perhaps aborted: the group fails
-                except Exception as exc:  # this write fails alone: undo its effects
-                    job.result, job.error = None, exc
-                    raw.execute(b"ROLLBACK TO SAVEPOINT studiolo_op", prepare=False)
-                finally:
-                    self._writing.active = False
-                raw.execute(b"RELEASE SAVEPOINT studiolo_op", prepare=False)
+                # a database error perhaps aborted the transaction: it ends the group
+                self._run_job(conn, job, gate, lambda sql: raw.send(sql, {}), _DATABASE_ERRORS)
 
     def _commit_group(self, jobs: list[Job[Any]]) -> Settle | None:
         """SQLite: run queued writes, each in its savepoint, in one transaction (`group.py`).
@@ -391,8 +380,11 @@ class Store:
             try:
                 conn.exec_driver_sql("BEGIN IMMEDIATE")
                 try:
+                    # The savepoint's statements go to the driver: SQLAlchemy's execution
+                    # machinery costs more than SQLite's work here (two statements every write).
+                    driver: Any = conn.connection.dbapi_connection
                     for job in jobs:
-                        self._run_job(conn, job)
+                        self._run_job(conn, job, Gate.whole_ledger(), driver.execute)
                 except BaseException:
                     conn.rollback()
                     raise
@@ -419,20 +411,29 @@ class Store:
         finally:
             os.close(fd)
 
-    def _run_job(self, conn: Connection, job: Job[Any]) -> None:
-        # The savepoint's statements go to the driver: SQLAlchemy's execution machinery
-        # costs more than SQLite's work here (two statements every write).
-        driver: Any = conn.connection.dbapi_connection
-        driver.execute("SAVEPOINT studiolo_op")
+    def _run_job(
+        self,
+        conn: Connection,
+        job: Job[Any],
+        gate: Gate,
+        send: Callable[[str], object],
+        fatal: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        """One write of a group, in its own savepoint (statements sent with `send`): if it
+        raises, it is rolled back to the savepoint and fails alone; a `fatal` error ends
+        the group instead."""
+        send("SAVEPOINT studiolo_op")
         self._writing.active = True
         try:
-            job.result = job.fn(self._open(conn, write=True, gate=Gate.whole_ledger()))
+            job.result = job.fn(self._open(conn, write=True, gate=gate))
+        except fatal:
+            raise
         except Exception as exc:  # this write fails alone: undo its effects, keep the group
-            driver.execute("ROLLBACK TO studiolo_op")
+            send("ROLLBACK TO studiolo_op")
             job.error = exc
         finally:
             self._writing.active = False
-        driver.execute("RELEASE studiolo_op")
+        send("RELEASE studiolo_op")
 
     def project_of(self, kind: str, ident: str) -> str | None:
         """The project a task, attempt or candidate belongs to (None: no such row), read
@@ -868,6 +869,9 @@ def _end_segment(pipeline: Any) -> None:
 
 class _Reconnect(Exception):
     """A connection was found dead before the transaction's function ran: safe to retry."""
+
+
+_DATABASE_ERRORS = (DBAPIError, _Reconnect, psycopg.Error)
 
 
 class _InDoubt(psycopg.OperationalError):
