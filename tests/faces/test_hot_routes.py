@@ -1,5 +1,5 @@
-"""The heartbeat's fast lane (`faces/http/hot.py`) answers exactly as the FastAPI route:
-the same status, headers that matter and body, for well-formed and hostile requests alike.
+"""The fast lanes (`faces/http/hot.py`: heartbeats, completions) answer exactly as the FastAPI
+routes: the same status, headers that matter and body, for well-formed and hostile requests.
 Each request goes to the app with the lane and to one without it, over the same ledger at
 the same (manual) clock."""
 
@@ -84,11 +84,109 @@ def test_the_fast_lane_answers_as_the_route(world: World, monkeypatch: pytest.Mo
         ), where
         assert json.loads(a.content) == json.loads(b.content), where
         assert a.headers.get("www-authenticate") == b.headers.get("www-authenticate"), where
-    assert len(laned) == 9  # the well-formed ones took the lane; the rest went to the route
+    # the well-formed ones with a token took the lane (an unknown token's 401 included); the
+    # rest went to the route
+    assert len(laned) == 10
     world.coord.release(world.agent, att.id)  # and once the attempt is over
     for app in (fast, plain):
         gone = _call(app, f"/v1/attempts/{att.id}/heartbeat", agent, b"{}")
         assert gone.status_code == 409 and gone.json()["reason"] == "attempt_not_active"
+
+
+def _same(a: httpx.Response, b: httpx.Response, where: str) -> None:
+    assert (a.status_code, a.headers.get("content-type")) == (b.status_code, b.headers.get("content-type")), (
+        where
+    )
+    assert a.content == b.content, (where, a.content, b.content)
+    for name in ("www-authenticate", "idempotent-replay", "content-length"):
+        assert a.headers.get(name) == b.headers.get(name), (where, name)
+
+
+def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every byte the same, refusals and replays included; metrics count as the route's do."""
+    tokens = issue_tokens(world)
+    task = world.new_task()
+    att = world.coord.claim(world.agent, task.id, 60)
+    cand = world.candidate(att, {"src/a.txt": b"done"})
+    good = world.receipt(cand)
+    failing = world.receipt(world.candidate(att, {"src/a.txt": b"no"}), result="fail")
+    fast, plain = _apps(world)
+    laned: list[str] = []
+    original = hot.HotRoutes._complete
+
+    def counted(self: hot.HotRoutes, principal: Any, token: str, task_id: str, body: Any) -> Any:
+        laned.append(task_id)
+        return original(self, principal, token, task_id, body)
+
+    monkeypatch.setattr(hot.HotRoutes, "_complete", counted)
+    js = {"Content-Type": "application/json"}
+    agent = {"Authorization": f"Bearer {tokens['agent']}", **js}
+    body = {
+        "request_id": "r-1",
+        "attempt_id": att.id,
+        "fence": att.fence,
+        "contract_hash": task.contract_hash,
+        "candidate_id": cand.id,
+        "evidence": [good.id],
+    }
+
+    def raw(**change: Any) -> bytes:
+        return json.dumps({**body, **change}).encode()
+
+    refusals: list[tuple[str, dict[str, str], bytes | None]] = [
+        (task.id, agent, raw(request_id="r-0", evidence=[failing.id])),  # a failing receipt
+        (task.id, agent, raw(request_id="r-0", fence=att.fence + 1)),  # a stale fence
+        (task.id, agent, raw(request_id="r-0", contract_hash="sha256:" + "0" * 64)),
+        (task.id, {**agent, "Authorization": f"Bearer {tokens['agent2']}"}, raw(request_id="r-0")),
+        (task.id, {**agent, "Authorization": f"Bearer {tokens['human']}"}, raw(request_id="r-0")),
+        ("task_doesnotexist0", agent, raw(request_id="r-0")),
+        ("%2e%2e", agent, raw(request_id="r-0")),
+        (task.id, agent, raw(request_id="")),  # the door refuses the shape
+        (task.id, agent, raw(request_id="\u0000")),
+        (task.id, agent, raw(fence=-1)),
+        (task.id, agent, raw(fence="1")),
+        (task.id, agent, raw(fence=True)),
+        (task.id, agent, raw(evidence="x")),
+        (task.id, agent, raw(evidence=["x"] * 101)),
+        (task.id, agent, raw(extra=1)),
+        (task.id, agent, b"{not json"),
+        (task.id, agent, b"[]"),
+        (task.id, agent, b"null"),
+        (task.id, agent, b""),
+        (task.id, agent, raw(request_id="x" * 5000)),  # larger than a lane takes
+        (task.id, {**agent, "Content-Type": "text/plain"}, raw()),
+        (task.id, js, raw()),  # no token
+        (task.id, {"Authorization": "Bearer stl_nope", **js}, raw()),
+        (task.id, {"Authorization": "Basic abc", **js}, raw()),
+    ]
+    for task_id, headers, content in refusals:
+        path = f"/v1/tasks/{task_id}/complete"
+        a, b = _call(fast, path, headers, content), _call(plain, path, headers, content)
+        _same(a, b, f"{task_id} {headers} {content!r}")
+        assert a.status_code >= 400, content
+    taken = len(laned)
+    # The same, accepted, then replayed by either app: the replays are byte for byte alike.
+    path = f"/v1/tasks/{task.id}/complete"
+    accepted = _call(fast, path, agent, raw())
+    assert accepted.status_code == 201 and accepted.headers["idempotent-replay"] == "false"
+    again, plain_again = _call(fast, path, agent, raw()), _call(plain, path, agent, raw())
+    _same(again, plain_again, "replay")
+    assert again.status_code == 200 and again.headers["idempotent-replay"] == "true"
+    assert again.json() == accepted.json()
+    assert len(laned) == taken + 2
+    metrics = [_metric_lines(app) for app in (fast, plain)]
+    assert 'studiolo_completions_total{outcome="accepted",reason=""} 1' in metrics[0]
+    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1' in metrics[0]
+    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1' in metrics[1]
+    rejected = [[m for m in lines if 'outcome="rejected"' in m] for lines in metrics]
+    assert rejected[0] == rejected[1]
+    assert {"attempt_superseded", "contract_mismatch", "evidence_not_bound", "task_not_found"} <= {
+        m.split('reason="')[1].split('"')[0] for m in rejected[0]
+    }
+
+
+def _metric_lines(app: Any) -> list[str]:
+    return app.state.metrics.render().splitlines()  # type: ignore[no-any-return]
 
 
 def test_the_lane_writes_queued_heartbeats_together(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

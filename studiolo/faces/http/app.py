@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
 from studiolo.faces.a2a.requester import mount_requester
-from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
+from studiolo.faces.http.deps import AuthenticateFirst
 from studiolo.faces.http.dispatch import install_route_index
 from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.hot import HotRoutes
@@ -44,12 +44,12 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     install_handlers(app)
     install_openapi(app)
     install_route_index(app.router)  # a request's route found without scanning every route
-    # outermost last: metrics → requests in flight → the caller → the body's size → hot → routes
-    app.add_middleware(
-        HotRoutes, door=coordinator, principal_key=PRINCIPAL_KEY, window=settings.heartbeat_window_seconds
-    )  # heartbeats
+    # outermost last: metrics → requests in flight → hot → the caller → the body's size → routes
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
     app.add_middleware(AuthenticateFirst, door=coordinator)
+    app.add_middleware(
+        HotRoutes, door=coordinator, metrics=app.state.metrics, window=settings.heartbeat_window_seconds
+    )  # heartbeats and completions
     app.add_middleware(
         InFlightLimit,
         max_requests=settings.max_in_flight_requests,

@@ -1,5 +1,21 @@
-"""The fast lane of the hottest route: a fleet's heartbeats, answered without FastAPI's
-routing and dependency machinery, the same request and response models, the same answers.
+"""The fast lanes of the hottest routes: a fleet's heartbeats and its completions, answered
+without FastAPI's routing and dependency machinery, with the same request and response
+models and the same answers.
+
+A request takes a lane only when it is well formed: the lane's method and path, a bearer
+token, a small body (`_SMALL`) that is valid JSON for the route's request model in
+`application/json` (a heartbeat's may be empty). Anything else (no token, a body that does not
+parse or validate, another content type, a large body) goes on to the FastAPI route with the
+body it carried, so odd requests get exactly the usual answers. The lanes sit outside
+authenticate-first and the body limit (a lane reads at most a small body, and only with a
+token) and inside the metrics and the requests-in-flight limit; a lane authenticates the
+token itself, in the same worker call that does the work, and an error of the door is
+rendered by the app's own error functions.
+
+Completions (`POST /v1/tasks/{task_id}/complete`) go to the threadpool in one call each:
+authenticate, decide, render. Under FastAPI the same request took two threadpool calls (the
+token, then the route) and about 1.5 ms of server CPU more than the door's own work
+(docs/benchmarks.md).
 
 Heartbeats go to one lane thread per app (`LeaseLane`), which takes every heartbeat queued
 meanwhile and writes them together (`door.heartbeats`: one transaction on SQLite), then hands
@@ -13,18 +29,12 @@ fleet's heartbeats arrive one by one, each on a machine whose caches have gone c
 transaction written cold costs three to four times one written warm (bench/heartbeat_cpu.py,
 docs/benchmarks.md): ten heartbeats together cost little more than one alone. A heartbeat
 waits at most one window plus one batch's write.
-
-Only a well-formed request takes it: `POST /v1/attempts/{attempt_id}/heartbeat` with a bearer
-token and a body that is empty or a valid `LeaseIn` in `application/json`. Anything else (no
-token, a body that does not parse or validate, another content type) goes on to the FastAPI
-route with the body it carried, so odd requests get exactly the usual answers. An error of
-the door is rendered by the app's own error functions. It sits inside the limits, the
-metrics and authenticate-first, like the routes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import queue
 import re
@@ -32,46 +42,89 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from studiolo._exceptions import StudioloError
+from studiolo._exceptions import CompletionRejected, StudioloError
 from studiolo.api import responses as s
-from studiolo.api.requests import LeaseIn
+from studiolo.api.requests import CompleteIn, LeaseIn
 from studiolo.core.model import Principal
+from studiolo.faces.http.metrics import Metrics
 from studiolo.faces.http.problems import error_response, unexpected_response
-from studiolo.service import Coordinator
+from studiolo.service import Coordinator, make_request
 
 __all__ = ["HotRoutes", "LeaseLane"]
 
+_M = TypeVar("_M", bound=BaseModel)
+
 _HEARTBEAT = re.compile(r"/v1/attempts/([^/]+)/heartbeat")
-_SMALL = 4096  # a heartbeat's body is a few bytes; anything larger goes to the route
+_COMPLETE = re.compile(r"/v1/tasks/([^/]+)/complete")
+_LANES: tuple[tuple[re.Pattern[str], type[BaseModel]], ...] = ((_HEARTBEAT, LeaseIn), (_COMPLETE, CompleteIn))
+_SMALL = 4096  # a lane's body is at most a few hundred bytes; anything larger goes to the route
 
 
 class HotRoutes:
-    def __init__(self, app: ASGIApp, door: Coordinator, principal_key: str, window: float = 0.0) -> None:
-        self.app, self._principal_key = app, principal_key
+    def __init__(self, app: ASGIApp, door: Coordinator, metrics: Metrics, window: float = 0.0) -> None:
+        self.app, self.door, self.metrics = app, door, metrics
         self.lane = LeaseLane(door, window=window)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        match = _HEARTBEAT.fullmatch(scope["path"]) if scope["type"] == "http" else None
-        if match is None or scope["method"] != "POST":
+        if scope["type"] == "http" and scope["method"] == "POST":
+            for pattern, model in _LANES:
+                found = pattern.fullmatch(scope["path"])
+                if found is not None:
+                    await self._lane(model, found.group(1), scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+    async def _lane(
+        self, model: type[BaseModel], ident: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        headers = dict(scope["headers"])
+        token = _bearer(headers)
+        declared = headers.get(b"content-length", b"0")
+        if token is None or not declared.isdigit() or int(declared) > _SMALL:
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
         messages, body = await _small_body(receive)
-        fast, lease = _lease(headers, body) if body is not None else (False, None)
-        token = _bearer(headers)
-        if not fast or token is None:
+        parsed = _parse(model, headers, body) if body is not None else None
+        if parsed is None:
             await self.app(scope, _replay(messages, receive), send)
             return
-        known = scope.get("state", {}).get(self._principal_key)
-        principal = known if isinstance(known, Principal) else None
-        response = await self.lane.beat(principal, token, match.group(1), lease)
+        principal = self.door.authenticate_cached(token)  # None: the worker reads the ledger
+        if isinstance(parsed, LeaseIn):
+            response = await self.lane.beat(principal, token, ident, parsed.lease_seconds)
+        else:
+            assert isinstance(parsed, CompleteIn)
+            work = functools.partial(self._complete, principal, token, ident, parsed)
+            response = await run_in_threadpool(work)
         await response(scope, receive, send)
+
+    def _complete(self, principal: Principal | None, token: str, task_id: str, body: CompleteIn) -> Response:
+        """What `routes/completion.py` answers, in one worker call (authentication included)."""
+        try:
+            caller = principal or self.door.authenticate(token)
+            outcome = self.door.complete(caller, make_request(task_id=task_id, **body.model_dump()))
+        except CompletionRejected as exc:
+            self.metrics.completion_rejected(exc.reason)
+            return error_response(exc)
+        except StudioloError as exc:
+            return error_response(exc)
+        except Exception as exc:  # what the app's last-resort handler does
+            return unexpected_response(exc)
+        self.metrics.completion_accepted(replay=outcome.replay)
+        content = s.CompletionOut.model_validate(outcome.completion).model_dump_json().encode()
+        replay = "true" if outcome.replay else "false"
+        return Response(
+            content,
+            status_code=200 if outcome.replay else 201,
+            headers={"Idempotent-Replay": replay},
+            media_type="application/json",
+        )
 
 
 @dataclass(eq=False)
@@ -204,16 +257,17 @@ async def _small_body(receive: Receive) -> tuple[list[Message], bytes | None]:
             return messages, b"".join(m.get("body", b"") for m in messages)
 
 
-def _lease(headers: dict[bytes, bytes], body: bytes) -> tuple[bool, float | None]:
-    """Whether the body may take the fast lane, and the lease seconds it asks (None: the default)."""
+def _parse(model: type[_M], headers: dict[bytes, bytes], body: bytes) -> _M | None:
+    """The body as the route's request model, or None: the request goes to the route. An empty
+    body is the model's defaults where every field has one (a heartbeat's), as the route reads it."""
     if not body:
-        return True, None
+        return model() if model is LeaseIn else None
     if headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
-        return False, None
+        return None
     try:
-        return True, LeaseIn.model_validate(json.loads(body)).lease_seconds
+        return model.model_validate(json.loads(body))
     except (ValueError, ValidationError, TypeError, StudioloError):
-        return False, None
+        return None
 
 
 def _bearer(headers: dict[bytes, bytes]) -> str | None:
