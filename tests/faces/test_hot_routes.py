@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from typing import Any
@@ -28,11 +29,13 @@ def _apps(world: World) -> tuple[Any, Any]:
     return fast, plain
 
 
-def _call(app: Any, path: str, headers: dict[str, str], content: bytes | None) -> httpx.Response:
+def _call(
+    app: Any, path: str, headers: dict[str, str], content: bytes | None, method: str = "POST"
+) -> httpx.Response:
     async def go() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://studiolo.test") as http:
-            return await http.post(path, headers=headers, content=content)
+            return await http.request(method, path, headers=headers, content=content)
 
     return asyncio.run(go())
 
@@ -183,6 +186,71 @@ def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pyt
     assert {"attempt_superseded", "contract_mismatch", "evidence_not_bound", "task_not_found"} <= {
         m.split('reason="')[1].split('"')[0] for m in rejected[0]
     }
+
+
+def test_the_task_lane_answers_as_the_route(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens = issue_tokens(world)
+    task = world.new_task()
+    att = world.coord.claim(world.agent, task.id, 60)
+    world.receipt(world.candidate(att, {"src/a.txt": b"done"}))
+    from tests.world import add_project
+
+    elsewhere = add_project(world.coord, world.admin, world.clock, "elsewhere").new_task()
+    fast, plain = _apps(world)
+    laned: list[str] = []
+    original = hot.HotRoutes._task
+
+    def counted(self: hot.HotRoutes, principal: Any, token: str, task_id: str) -> Any:
+        laned.append(task_id)
+        return original(self, principal, token, task_id)
+
+    monkeypatch.setattr(hot.HotRoutes, "_task", counted)
+    agent = {"Authorization": f"Bearer {tokens['agent']}"}
+    cases: list[tuple[str, str, dict[str, str], bytes | None]] = [
+        ("GET", task.id, agent, None),
+        ("GET", f"{task.id}?x=1", agent, None),
+        ("GET", task.id, {"Authorization": f"Bearer {tokens['human']}"}, None),
+        ("GET", task.id, {"Authorization": f"Bearer {tokens['admin']}"}, None),
+        ("GET", elsewhere.id, agent, None),  # another project's task
+        ("GET", "tsk_doesnotexist00", agent, None),
+        ("GET", "%2e%2e", agent, None),
+        ("GET", "a%20b", agent, None),
+        ("GET", task.id, {}, None),  # no token
+        ("GET", task.id, {"Authorization": "Bearer stl_nope"}, None),
+        ("GET", task.id, {"Authorization": "Basic abc"}, None),
+        ("GET", task.id, {**agent, "Content-Type": "application/json"}, b"{}"),  # a body: the route
+        ("HEAD", task.id, agent, None),
+        ("DELETE", task.id, agent, None),
+    ]
+    for method, task_id, headers, content in cases:
+        path = f"/v1/tasks/{task_id}"
+        a, b = _call(fast, path, headers, content, method), _call(plain, path, headers, content, method)
+        _same(a, b, f"{method} {task_id} {headers} {content!r}")
+    assert len(laned) == 9  # the GETs with a token and no body
+    shown = _call(fast, f"/v1/tasks/{task.id}", agent, None, "GET").json()
+    assert shown["task"]["id"] == task.id and len(shown["receipts"]) == 1
+
+
+def test_no_other_route_answers_a_lane_path(world: World) -> None:
+    """A lane serves its path for its method alone: no other route of the app may match it
+    (a new route such as `GET /v1/tasks/ready` would be shadowed by the task lane)."""
+    from studiolo.faces.http.dispatch import _entries
+
+    app, _ = _apps(world)
+    lanes = {("POST", "/v1/attempts/{attempt_id}/heartbeat"), ("POST", "/v1/tasks/{task_id}/complete")}
+    lanes.add(("GET", "/v1/tasks/{task_id}"))
+    served = set()
+    routes = [e.api_route or e.route for e in _entries(app.router)]  # included routers flattened
+    assert len(routes) > 50
+    for route in routes:
+        path, methods = getattr(route, "path", ""), getattr(route, "methods", None) or {"GET", "POST"}
+        example = re.sub(r"{[^}]+}", "x", path)
+        for method in methods:
+            for lane_method, pattern, _model in hot._LANES:
+                if method == lane_method and pattern.fullmatch(example):
+                    assert (method, path) in lanes, (method, path)
+                    served.add((method, path))
+    assert served == lanes
 
 
 def _metric_lines(app: Any) -> list[str]:

@@ -53,6 +53,7 @@ from studiolo._exceptions import CompletionRejected, StudioloError
 from studiolo.api import responses as s
 from studiolo.api.requests import CompleteIn, LeaseIn
 from studiolo.core.model import Principal
+from studiolo.faces.http import render
 from studiolo.faces.http.metrics import Metrics
 from studiolo.faces.http.problems import error_response, unexpected_response
 from studiolo.service import Coordinator, make_request
@@ -63,7 +64,13 @@ _M = TypeVar("_M", bound=BaseModel)
 
 _HEARTBEAT = re.compile(r"/v1/attempts/([^/]+)/heartbeat")
 _COMPLETE = re.compile(r"/v1/tasks/([^/]+)/complete")
-_LANES: tuple[tuple[re.Pattern[str], type[BaseModel]], ...] = ((_HEARTBEAT, LeaseIn), (_COMPLETE, CompleteIn))
+_TASK = re.compile(r"/v1/tasks/([^/]+)")
+# (method, path, the body's model; None: the request carries no body)
+_LANES: tuple[tuple[str, re.Pattern[str], type[BaseModel] | None], ...] = (
+    ("POST", _HEARTBEAT, LeaseIn),
+    ("POST", _COMPLETE, CompleteIn),
+    ("GET", _TASK, None),
+)
 _SMALL = 4096  # a lane's body is at most a few hundred bytes; anything larger goes to the route
 
 
@@ -73,35 +80,39 @@ class HotRoutes:
         self.lane = LeaseLane(door, window=window)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
-            for pattern, model in _LANES:
-                found = pattern.fullmatch(scope["path"])
+        if scope["type"] == "http":
+            for method, pattern, model in _LANES:
+                found = pattern.fullmatch(scope["path"]) if scope["method"] == method else None
                 if found is not None:
                     await self._lane(model, found.group(1), scope, receive, send)
                     return
         await self.app(scope, receive, send)
 
     async def _lane(
-        self, model: type[BaseModel], ident: str, scope: Scope, receive: Receive, send: Send
+        self, model: type[BaseModel] | None, ident: str, scope: Scope, receive: Receive, send: Send
     ) -> None:
         headers = dict(scope["headers"])
         token = _bearer(headers)
         declared = headers.get(b"content-length", b"0")
-        if token is None or not declared.isdigit() or int(declared) > _SMALL:
+        small = declared.isdigit() and int(declared) <= (0 if model is None else _SMALL)
+        if token is None or not small or b"transfer-encoding" in headers:
             await self.app(scope, receive, send)
             return
-        messages, body = await _small_body(receive)
-        parsed = _parse(model, headers, body) if body is not None else None
-        if parsed is None:
-            await self.app(scope, _replay(messages, receive), send)
-            return
+        parsed: BaseModel | None = None
+        if model is not None:
+            messages, body = await _small_body(receive)
+            parsed = _parse(model, headers, body) if body is not None else None
+            if parsed is None:
+                await self.app(scope, _replay(messages, receive), send)
+                return
         principal = self.door.authenticate_cached(token)  # None: the worker reads the ledger
         if isinstance(parsed, LeaseIn):
             response = await self.lane.beat(principal, token, ident, parsed.lease_seconds)
-        else:
-            assert isinstance(parsed, CompleteIn)
+        elif isinstance(parsed, CompleteIn):
             work = functools.partial(self._complete, principal, token, ident, parsed)
             response = await run_in_threadpool(work)
+        else:
+            response = await run_in_threadpool(self._task, principal, token, ident)
         await response(scope, receive, send)
 
     def _complete(self, principal: Principal | None, token: str, task_id: str, body: CompleteIn) -> Response:
@@ -117,14 +128,25 @@ class HotRoutes:
         except Exception as exc:  # what the app's last-resort handler does
             return unexpected_response(exc)
         self.metrics.completion_accepted(replay=outcome.replay)
-        content = s.CompletionOut.model_validate(outcome.completion).model_dump_json().encode()
-        replay = "true" if outcome.replay else "false"
-        return Response(
-            content,
-            status_code=200 if outcome.replay else 201,
-            headers={"Idempotent-Replay": replay},
-            media_type="application/json",
-        )
+        out = s.CompletionOut.model_validate(outcome.completion)
+        return _json(out, 200 if outcome.replay else 201, "true" if outcome.replay else "false")
+
+    def _task(self, principal: Principal | None, token: str, task_id: str) -> Response:
+        """What `GET /v1/tasks/{task_id}` (`routes/work.py`) answers, in one worker call."""
+        try:
+            caller = principal or self.door.authenticate(token)
+            return _json(render.task_view(self.door.task_view(caller, task_id)), 200)
+        except StudioloError as exc:
+            return error_response(exc)
+        except Exception as exc:  # what the app's last-resort handler does
+            return unexpected_response(exc)
+
+
+def _json(model: BaseModel, status: int, replay: str | None = None) -> Response:
+    """The bytes `RenderedRoute` sends for a route's response model (FastAPI dumps by alias)."""
+    headers = None if replay is None else {"Idempotent-Replay": replay}
+    content = model.model_dump_json(by_alias=True).encode()
+    return Response(content, status_code=status, headers=headers, media_type="application/json")
 
 
 @dataclass(eq=False)
