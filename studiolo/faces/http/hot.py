@@ -1,21 +1,22 @@
-"""The fast lanes of the hottest routes: a fleet's heartbeats and its completions, answered
-without FastAPI's routing and dependency machinery, with the same request and response
-models and the same answers.
+"""The fast lanes of the hottest routes: a fleet's heartbeats, completions and task views,
+answered without FastAPI's routing and dependency machinery, with the same request and
+response models and the same answers.
 
 A request takes a lane only when it is well formed: the lane's method and path, a bearer
 token, a small body (`_SMALL`) that is valid JSON for the route's request model in
-`application/json` (a heartbeat's may be empty). Anything else (no token, a body that does not
-parse or validate, another content type, a large body) goes on to the FastAPI route with the
-body it carried, so odd requests get exactly the usual answers. The lanes sit outside
-authenticate-first and the body limit (a lane reads at most a small body, and only with a
-token) and inside the metrics and the requests-in-flight limit; a lane authenticates the
-token itself, in the same worker call that does the work, and an error of the door is
-rendered by the app's own error functions.
+`application/json` (a heartbeat's may be empty; a task view has none). Anything else (no
+token, a body that does not parse or validate, another content type, a large body) goes on
+to the FastAPI route with the body it carried, so odd requests get exactly the usual answers.
+The lanes sit outside authenticate-first and the body limit (a lane reads at most a small
+body, and only with a token) and inside the metrics and the requests-in-flight limit; a
+lane authenticates the token itself, in the same worker call that does the work, and an
+error of the door is rendered by the app's own error functions.
 
-Completions (`POST /v1/tasks/{task_id}/complete`) go to the threadpool in one call each:
-authenticate, decide, render. Under FastAPI the same request took two threadpool calls (the
-token, then the route) and about 1.5 ms of server CPU more than the door's own work
-(docs/benchmarks.md).
+Completions (`POST /v1/tasks/{task_id}/complete`) and task views (`GET /v1/tasks/{task_id}`)
+go to the threadpool in one call each: authenticate, do the work, render. Under FastAPI a
+completion on PostgreSQL took two threadpool calls (the token, then the route), and a
+replica spent about as much CPU on the HTTP face as on the completion itself
+(docs/benchmarks.md, "Fast lanes for completions and task views").
 
 Heartbeats go to one lane thread per app (`LeaseLane`), which takes every heartbeat queued
 meanwhile and writes them together (`door.heartbeats`: one transaction on SQLite), then hands
