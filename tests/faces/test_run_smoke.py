@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from studiolo.faces.a2a.card import STATUS_SKILL
 from studiolo.faces.http.server import free_port
 
 STUDIOLO = [sys.executable, "-c", "from studiolo.faces.cli import main; main()"]
@@ -115,10 +116,11 @@ def _mcp_answers(url: str, token: str) -> None:
 
 
 def _a2a_answers(url: str, saved: dict[str, Any]) -> None:
-    """The demo's Agent Card lists its one skill, and the requester can hand work in."""
+    """The demo's Agent Card lists its one template and the status skill, and the requester
+    can hand work in."""
     card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=30).json()
     skill = f"{saved['project_id']}/greeting"
-    assert [s["id"] for s in card["skills"]] == [skill] and card["signatures"]
+    assert [s["id"] for s in card["skills"]] == [skill, STATUS_SKILL] and card["signatures"]
     body = {
         "jsonrpc": "2.0",
         "id": 1,

@@ -1,5 +1,6 @@
-"""The Agent Card: one skill per intake template, bearer security, the manifest extension
-(required), signed with the service key (JWS, `alg` EdDSA, over the RFC 8785 form)."""
+"""The Agent Card: one skill per intake template and the task-status skill, bearer security,
+the manifest extension (required), signed with the service key (JWS, `alg` EdDSA, over the
+RFC 8785 form)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from studiolo.faces.a2a.jws import card_payload, sign_detached
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
 from studiolo.keys import ServiceKey
 
-__all__ = ["build_card", "sign_card"]
+__all__ = ["STATUS_SKILL", "build_card", "sign_card"]
 
 _BEARER = "bearer"
+STATUS_SKILL = "studiolo/task-status"  # no intake template's id: those are "<project id>/<name>"
 
 
 def build_card(base_url: str, templates: list[IntakeTemplate]) -> AgentCard:
@@ -53,7 +55,7 @@ def build_card(base_url: str, templates: list[IntakeTemplate]) -> AgentCard:
         ),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["application/octet-stream", "application/json"],
-        skills=[_skill(t) for t in templates],
+        skills=[*(_skill(t) for t in templates), _status_skill()],
     )
     scheme = HTTPAuthSecurityScheme(scheme="Bearer", bearer_format="stl_ token")
     card.security_schemes[_BEARER].CopyFrom(SecurityScheme(http_auth_security_scheme=scheme))
@@ -71,6 +73,23 @@ def _skill(t: IntakeTemplate) -> AgentSkill:
         tags=["studiolo", t.project_id],
         input_modes=["text/plain", "application/json"],
         output_modes=["application/octet-stream", "application/json"],
+    )
+
+
+def _status_skill() -> AgentSkill:
+    return AgentSkill(
+        id=STATUS_SKILL,
+        name="Is this task done?",
+        description=(
+            "The ledger's answer for one Studiolo task the caller may read: its status, the "
+            "strongest fact established for it, and the signed completion record once the "
+            "completion contract held. Name the task by its id as the text, or as "
+            '{"task_id": ...} in a data part. Answered at once with a message, not a task.'
+        ),
+        tags=["studiolo", "status"],
+        examples=["tsk_5f0c2d9e6a7b41c8"],
+        input_modes=["text/plain", "application/json"],
+        output_modes=["application/json", "text/plain"],
     )
 
 

@@ -9,21 +9,31 @@ one lock per task, so exactly one terminal sequence reaches the stream.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.types.a2a_pb2 import Message, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
+from a2a.types.a2a_pb2 import (
+    Message,
+    Part,
+    Role,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 from starlette.concurrency import run_in_threadpool
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound
 from studiolo.core.model import Principal
+from studiolo.faces.a2a.card import STATUS_SKILL
 from studiolo.faces.a2a.ledger import Renderer, principal_of
 from studiolo.faces.a2a.mapping import Rendering
-from studiolo.service import DelegatedView, DelegationRequest
+from studiolo.faces.http import render
+from studiolo.service import DelegatedView, DelegationRequest, TaskView
 
 __all__ = ["TERMINAL", "LedgerExecutor", "delegation_request"]
 
@@ -48,6 +58,9 @@ class LedgerExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         caller = principal_of(context.call_context)
         task_id = context.task_id or ""
+        if context.current_task is None and _metadata(context.message).get("skill") == STATUS_SKILL:
+            await event_queue.enqueue_event(await self._status(caller, context))
+            return
         if context.current_task is None:
             q = delegation_request(caller, task_id, context.context_id or "", context.message)
             try:
@@ -60,6 +73,27 @@ class LedgerExecutor(AgentExecutor):
             view = await run_in_threadpool(self._door.delegated, caller, task_id)
             first = self._render(view)
         await self._follow(caller, task_id, first, event_queue)
+
+    async def _status(self, caller: Principal, context: RequestContext) -> Message:
+        """The task-status skill: the ledger's view of one task, as one message (no A2A task)."""
+        asked = _asked_task(context.message)
+        try:
+            view = await run_in_threadpool(self._door.task_view, caller, asked)
+        except InvalidRequest as exc:  # not a task id at all
+            raise InvalidParamsError(message=exc.detail) from exc
+        except NotFound:  # no such task, or not the caller's to read: the same answer
+            view = None
+        parts = [Part(text=status_text(asked, view))]
+        shown: dict[str, Any] = {"task_id": asked, "found": view is not None}
+        if view is not None:
+            shown["view"] = render.task_view(view).model_dump(mode="json")
+        parts.append(ParseDict({"data": shown}, Part()))
+        return Message(
+            role=Role.ROLE_AGENT,
+            message_id=str(uuid.uuid4()),
+            context_id=context.context_id or "",
+            parts=parts,
+        )
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         caller = principal_of(context.call_context)
@@ -128,7 +162,7 @@ def delegation_request(
         if p.HasField("data"):
             value = MessageToDict(p.data)
             inputs |= value if isinstance(value, Mapping) else {"data": value}
-    meta = MessageToDict(message.metadata) if message.HasField("metadata") else {}
+    meta = _metadata(message)
     description = "\n".join(texts).strip()
     title = str(meta.get("title") or description.split("\n", 1)[0] or "delegated task")[:300]
     return DelegationRequest(
@@ -140,6 +174,38 @@ def delegation_request(
         inputs=inputs,
         message=MessageToDict(message),
     )
+
+
+_NAME_THE_TASK = 'name the task: its id as the text, or {"task_id": ...} in a data part'
+
+
+def _metadata(message: Message | None) -> dict[str, Any]:
+    return MessageToDict(message.metadata) if message is not None and message.HasField("metadata") else {}
+
+
+def _asked_task(message: Message | None) -> str:
+    """The task a status question names: `task_id` of a data part, else the first text."""
+    for p in message.parts if message is not None else ():
+        if p.HasField("data"):
+            value = MessageToDict(p.data)
+            if isinstance(value, Mapping) and isinstance(value.get("task_id"), str):
+                return str(value["task_id"]).strip()
+    texts = [p.text.strip() for p in (message.parts if message is not None else ()) if p.HasField("text")]
+    asked = next((t for t in texts if t), "")
+    if not asked:
+        raise InvalidParamsError(message=_NAME_THE_TASK)
+    return asked
+
+
+def status_text(task_id: str, view: TaskView | None) -> str:
+    """One line a person can read; the data part beside it is the whole view."""
+    if view is None:
+        return f"{task_id}: no such task (or not yours to read)"
+    done = view.completion
+    if done is None:
+        return f"{task_id}: {view.task.status.value}, not completed ({view.fact.value})"
+    current = "" if view.still_current is not False else "; its revisions have since been changed"
+    return f"{task_id}: completed at commit {done.commit_version} ({done.id}, signed){current}"
 
 
 def _intake_name(caller: Principal, skill: object) -> str | None:

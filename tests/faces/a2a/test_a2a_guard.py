@@ -13,6 +13,7 @@ from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, ListTasksReques
 from a2a.utils.errors import TaskNotFoundError
 from a2a.utils.signing import InvalidSignaturesError
 
+from studiolo.faces.a2a.card import STATUS_SKILL
 from tests.faces.a2a.conftest import EXT, Live, in_thread, jwks_verifier, message, run, send, studiolo_task_id
 from tests.faces.helpers import complete, submit, verify
 
@@ -33,7 +34,7 @@ def test_the_card_is_signed_and_tampering_shows(live: Live) -> None:
     protected = card["signatures"][0]["protected"]
     header = json.loads(base64.urlsafe_b64decode(protected + "=" * (-len(protected) % 4)))
     assert header["alg"] == "EdDSA"
-    assert [s["id"] for s in card["skills"]] == [live.skill]
+    assert [s["id"] for s in card["skills"]] == [live.skill, STATUS_SKILL]
     ext = card["capabilities"]["extensions"][0]
     assert (ext["uri"], ext["required"]) == (EXT, True)
 
