@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from studiolo.faces.http import hot
 from studiolo.faces.http.app import create_app
@@ -335,3 +337,61 @@ def test_the_lane_thread_ends_when_idle_and_comes_back(world: World) -> None:
         assert not lane.running
     bad = asyncio.run(lane.beat(None, "stl_nope", att.id, None))
     assert bad.status_code == 401 and bad.headers["www-authenticate"] == "Bearer"
+
+
+_TEXT = st.one_of(st.text(max_size=40), st.sampled_from(["", " ", "\x00", "é", "x" * 300]))
+_VALUE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    _TEXT,
+    st.lists(_TEXT, max_size=4),
+    st.dictionaries(_TEXT, st.integers(), max_size=2),
+)
+_FIELDS = ["request_id", "attempt_id", "fence", "contract_hash", "candidate_id", "evidence", "other"]
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_any_completion_body_gets_the_routes_answer(world: World, data: st.DataObject) -> None:
+    """Hostile and near-valid bodies (real ids mixed in, evidence that can never suffice):
+    the lane's answer is the route's, byte for byte, whichever of them took the request."""
+    if not hasattr(world, "_lane_case"):
+        tokens = issue_tokens(world)
+        task = world.new_task()
+        att = world.coord.claim(world.agent, task.id, 60)
+        cand = world.candidate(att, {"src/a.txt": b"no"})
+        failing = world.receipt(cand, result="fail")
+        real = [att.id, cand.id, failing.id, task.contract_hash, task.id]
+        base = {
+            "attempt_id": att.id,
+            "fence": att.fence,
+            "contract_hash": task.contract_hash,
+            "candidate_id": cand.id,
+            "evidence": [failing.id],
+        }
+        world._lane_case = (tokens, task, att, real, base, _apps(world))  # type: ignore[attr-defined]
+    tokens, task, att, real, base, (fast, plain) = world._lane_case  # type: ignore[attr-defined]
+    ids = st.sampled_from(real)
+    value = st.one_of(_VALUE, ids, st.lists(ids, max_size=3), st.just(att.fence))
+    if data.draw(st.booleans()):  # anything at all
+        body = data.draw(st.dictionaries(st.sampled_from(_FIELDS), value, max_size=7))
+    else:  # a well-formed request, one or two fields changed or dropped
+        body = {**base, "request_id": data.draw(_TEXT)}
+        body.update(data.draw(st.dictionaries(st.sampled_from(_FIELDS), value, max_size=2)))
+        for gone in data.draw(st.sets(st.sampled_from(_FIELDS[:6]), max_size=1)):
+            body.pop(gone, None)
+    raw = data.draw(st.sampled_from(["json", "bytes"]))
+    content = json.dumps(body).encode() if raw == "json" else data.draw(st.binary(max_size=64))
+    headers = {"Authorization": f"Bearer {tokens['agent']}", "Content-Type": "application/json"}
+    path = f"/v1/tasks/{task.id}/complete"
+    a, b = _call(fast, path, headers, content), _call(plain, path, headers, content)
+    _same(a, b, repr(content))
+    assert a.status_code >= 400  # no body here can be accepted: nothing moved between the calls
+    event(f"status {a.status_code} {a.json().get('reason')}")
