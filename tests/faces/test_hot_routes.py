@@ -248,7 +248,7 @@ def test_no_other_route_answers_a_lane_path(world: World) -> None:
         path, methods = getattr(route, "path", ""), getattr(route, "methods", None) or {"GET", "POST"}
         example = re.sub(r"{[^}]+}", "x", path)
         for method in methods:
-            for lane_method, pattern, _model in hot._LANES:
+            for lane_method, pattern, *_ in hot._LANES:
                 if method == lane_method and pattern.fullmatch(example):
                     assert (method, path) in lanes, (method, path)
                     served.add((method, path))

@@ -83,7 +83,7 @@ class LedgerExecutor(AgentExecutor):
             raise InvalidParamsError(message=exc.detail) from exc
         except NotFound:  # no such task, or not the caller's to read: the same answer
             view = None
-        parts = [Part(text=status_text(asked, view))]
+        parts = [Part(text=_status_text(asked, view))]
         shown: dict[str, Any] = {"task_id": asked, "found": view is not None}
         if view is not None:
             shown["view"] = render.task_view(view).model_dump(mode="json")
@@ -185,19 +185,19 @@ def _metadata(message: Message | None) -> dict[str, Any]:
 
 def _asked_task(message: Message | None) -> str:
     """The task a status question names: `task_id` of a data part, else the first text."""
-    for p in message.parts if message is not None else ():
+    parts = list(message.parts) if message is not None else []
+    for p in parts:
         if p.HasField("data"):
             value = MessageToDict(p.data)
             if isinstance(value, Mapping) and isinstance(value.get("task_id"), str):
                 return str(value["task_id"]).strip()
-    texts = [p.text.strip() for p in (message.parts if message is not None else ()) if p.HasField("text")]
-    asked = next((t for t in texts if t), "")
+    asked = next((t for t in (p.text.strip() for p in parts if p.HasField("text")) if t), "")
     if not asked:
         raise InvalidParamsError(message=_NAME_THE_TASK)
     return asked
 
 
-def status_text(task_id: str, view: TaskView | None) -> str:
+def _status_text(task_id: str, view: TaskView | None) -> str:
     """One line a person can read; the data part beside it is the whole view."""
     if view is None:
         return f"{task_id}: no such task (or not yours to read)"

@@ -66,11 +66,12 @@ _M = TypeVar("_M", bound=BaseModel)
 _HEARTBEAT = re.compile(r"/v1/attempts/([^/]+)/heartbeat")
 _COMPLETE = re.compile(r"/v1/tasks/([^/]+)/complete")
 _TASK = re.compile(r"/v1/tasks/([^/]+)")
-# (method, path, the body's model; None: the request carries no body)
-_LANES: tuple[tuple[str, re.Pattern[str], type[BaseModel] | None], ...] = (
-    ("POST", _HEARTBEAT, LeaseIn),
-    ("POST", _COMPLETE, CompleteIn),
-    ("GET", _TASK, None),
+# method, path, the body's model (None: the request carries no body), and whether the route
+# takes an empty body as the model's defaults (its body parameter is optional)
+_LANES: tuple[tuple[str, re.Pattern[str], type[BaseModel] | None, bool], ...] = (
+    ("POST", _HEARTBEAT, LeaseIn, True),
+    ("POST", _COMPLETE, CompleteIn, False),
+    ("GET", _TASK, None, False),
 )
 _SMALL = 4096  # a lane's body is at most a few hundred bytes; anything larger goes to the route
 
@@ -82,15 +83,21 @@ class HotRoutes:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            for method, pattern, model in _LANES:
+            for method, pattern, model, optional in _LANES:
                 found = pattern.fullmatch(scope["path"]) if scope["method"] == method else None
                 if found is not None:
-                    await self._lane(model, found.group(1), scope, receive, send)
+                    await self._lane(model, optional, found.group(1), scope, receive, send)
                     return
         await self.app(scope, receive, send)
 
     async def _lane(
-        self, model: type[BaseModel] | None, ident: str, scope: Scope, receive: Receive, send: Send
+        self,
+        model: type[BaseModel] | None,
+        optional: bool,
+        ident: str,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
     ) -> None:
         headers = dict(scope["headers"])
         token = _bearer(headers)
@@ -102,7 +109,7 @@ class HotRoutes:
         parsed: BaseModel | None = None
         if model is not None:
             messages, body = await _small_body(receive)
-            parsed = _parse(model, headers, body) if body is not None else None
+            parsed = _parse(model, optional, headers, body) if body is not None else None
             if parsed is None:
                 await self.app(scope, _replay(messages, receive), send)
                 return
@@ -121,13 +128,10 @@ class HotRoutes:
         try:
             caller = principal or self.door.authenticate(token)
             outcome = self.door.complete(caller, make_request(task_id=task_id, **body.model_dump()))
-        except CompletionRejected as exc:
-            self.metrics.completion_rejected(exc.reason)
-            return error_response(exc)
-        except StudioloError as exc:
-            return error_response(exc)
-        except Exception as exc:  # what the app's last-resort handler does
-            return unexpected_response(exc)
+        except Exception as exc:
+            if isinstance(exc, CompletionRejected):
+                self.metrics.completion_rejected(exc.reason)
+            return _failed(exc)
         self.metrics.completion_accepted(replay=outcome.replay)
         out = s.CompletionOut.model_validate(outcome.completion)
         return _json(out, 200 if outcome.replay else 201, "true" if outcome.replay else "false")
@@ -137,10 +141,14 @@ class HotRoutes:
         try:
             caller = principal or self.door.authenticate(token)
             return _json(render.task_view(self.door.task_view(caller, task_id)), 200)
-        except StudioloError as exc:
-            return error_response(exc)
-        except Exception as exc:  # what the app's last-resort handler does
-            return unexpected_response(exc)
+        except Exception as exc:
+            return _failed(exc)
+
+
+def _failed(exc: BaseException) -> Response:
+    """The app's answer to an exception: a door's error as its handler renders it, anything
+    else as its last-resort handler does (logged, 500)."""
+    return error_response(exc) if isinstance(exc, StudioloError) else unexpected_response(exc)
 
 
 def _json(model: BaseModel, status: int, replay: str | None = None) -> Response:
@@ -229,11 +237,8 @@ class LeaseLane:
         for i, item in enumerate(batch):
             try:
                 caller = item.principal or self.door.authenticate(item.token)
-            except StudioloError as exc:
-                answers[i] = error_response(exc)
-                continue
-            except Exception as exc:  # what the app's last-resort handler does
-                answers[i] = unexpected_response(exc)
+            except Exception as exc:
+                answers[i] = _failed(exc)
                 continue
             beats.append((caller, item.attempt_id, item.lease))
             index.append(i)
@@ -248,10 +253,8 @@ class LeaseLane:
 
 
 def _render(outcome: Any) -> Response:
-    if isinstance(outcome, StudioloError):
-        return error_response(outcome)
     if isinstance(outcome, BaseException):
-        return unexpected_response(outcome)
+        return _failed(outcome)
     try:
         return JSONResponse(s.AttemptOut.model_validate(outcome).model_dump(mode="json"))
     except Exception as exc:
@@ -280,11 +283,11 @@ async def _small_body(receive: Receive) -> tuple[list[Message], bytes | None]:
             return messages, b"".join(m.get("body", b"") for m in messages)
 
 
-def _parse(model: type[_M], headers: dict[bytes, bytes], body: bytes) -> _M | None:
+def _parse(model: type[_M], optional: bool, headers: dict[bytes, bytes], body: bytes) -> _M | None:
     """The body as the route's request model, or None: the request goes to the route. An empty
-    body is the model's defaults where every field has one (a heartbeat's), as the route reads it."""
+    body is the model's defaults where the route's body is optional, as the route reads it."""
     if not body:
-        return model() if model is LeaseIn else None
+        return model() if optional else None
     if headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
         return None
     try:
