@@ -395,3 +395,32 @@ def test_any_completion_body_gets_the_routes_answer(world: World, data: st.DataO
     _same(a, b, repr(content))
     assert a.status_code >= 400  # no body here can be accepted: nothing moved between the calls
     event(f"status {a.status_code} {a.json().get('reason')}")
+
+
+def test_a_lane_refuses_a_token_revoked_after_it_was_cached(world: World) -> None:
+    """The lanes authenticate through the same cache as the routes: a revocation ends a token
+    on the very next request, on every lane, with the route's 401."""
+    tokens = issue_tokens(world)
+    task = world.new_task()
+    att = world.coord.claim(world.agent, task.id, 60)
+    fast, _ = _apps(world)
+    agent = {"Authorization": f"Bearer {tokens['agent']}", "Content-Type": "application/json"}
+    completion = {
+        "request_id": "r-1",
+        "attempt_id": att.id,
+        "fence": att.fence,
+        "contract_hash": task.contract_hash,
+        "candidate_id": "cnd_00000000000000000000000000000000",
+        "evidence": [],
+    }
+    requests: list[tuple[str, str, bytes | None]] = [
+        ("GET", f"/v1/tasks/{task.id}", None),
+        ("POST", f"/v1/attempts/{att.id}/heartbeat", b"{}"),
+        ("POST", f"/v1/tasks/{task.id}/complete", json.dumps(completion).encode()),
+    ]
+    assert _call(fast, requests[0][1], agent, None, "GET").status_code == 200  # cached now
+    world.coord.revoke_tokens(world.admin, world.agent.id)
+    for method, path, content in requests:
+        answer = _call(fast, path, agent, content, method)
+        assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer", path
+    assert world.coord.claim(world.agent, world.new_task("next").id, 60)  # the principal itself is fine
