@@ -111,7 +111,10 @@ class Door:
     def visible_task(self, tx: Tx, caller: Principal, task_id: str) -> Task:
         """The task, if the caller may read it; else `task_not_found` (never a hint)."""
         check_id(task_id, "task id")
-        task = tx.work.task(task_id)
+        return self.shown_task(tx, caller, task_id, tx.work.task(task_id))
+
+    def shown_task(self, tx: Tx, caller: Principal, task_id: str, task: Task | None) -> Task:
+        """`visible_task` with the task already read (None: there is none)."""
         if task is None or not self.may_read_task(tx, caller, task):
             raise NotFound(f"task {task_id} not found", reason="task_not_found")
         return task

@@ -19,6 +19,7 @@ from studiolo.core.model import (
     Event,
     Grant,
     Handoff,
+    Observation,
     Policy,
     Principal,
     Receipt,
@@ -27,13 +28,21 @@ from studiolo.core.model import (
 )
 from studiolo.core.trust import verified
 from studiolo.service._door import Door
-from studiolo.service._trust import receipt_facts
+from studiolo.service._ids import check_id
+from studiolo.service._trust import ReceiptFacts, receipt_facts_later
 from studiolo.store import Tx
 from studiolo.store.audit import ChainCheck, verify_log
 
 __all__ = ["AuditReport", "HandoffView", "Orientation", "TaskView", "ViewOps"]
 
 _T = TypeVar("_T")
+# the reads of a task's view keyed by its id alone: attempts, candidates, receipts, completion
+_Parts = tuple[
+    Callable[[], list[Attempt]],
+    Callable[[], list[Candidate]],
+    Callable[[], list[Receipt]],
+    Callable[[], list[Completion]],
+]
 
 
 @dataclass(frozen=True)
@@ -80,9 +89,26 @@ class ViewOps(Door):
         """A task with its strongest established fact, attempts, candidates, receipts and completion."""
 
         def run(tx: Tx) -> TaskView:
-            return self._confined(tx, caller, self._view(tx, self.visible_task(tx, caller, task_id)))
+            return self._confined(tx, caller, self._visible_view(tx, caller, task_id))
 
-        return self.store.read(run)
+        return self.store.read(run, batched=True)
+
+    def _visible_view(self, tx: Tx, caller: Principal, task_id: str) -> TaskView:
+        """`_view(visible_task(...))` in two round trips of reads on PostgreSQL: the task with
+        every read keyed by its id, then the caller's grants with the reads that depend on
+        the first ones. Nothing is shown before the grants say the caller may read it."""
+        check_id(task_id, "task id")
+        found = tx.work.task_later(task_id)
+        parts = self._parts_later(tx, task_id)
+        listed = found()
+        if not listed:
+            self.shown_task(tx, caller, task_id, None)  # raises `task_not_found`
+        (task,) = listed
+        grants = self.grants_later(tx, caller, task.project_id) if not caller.is_service_admin else list
+        view = self._view_later(tx, task, parts)
+        grants()  # the caller's grants, read with the view's second reads: `shown_task` asks again
+        self.shown_task(tx, caller, task_id, task)
+        return view()
 
     def list_tasks(
         self,
@@ -143,61 +169,78 @@ class ViewOps(Door):
 
     def _view(self, tx: Tx, task: Task, rejections: bool = True) -> TaskView:
         """The task's view; `rejections=False` skips reading its refused completions (a list row)."""
-        attempts = tuple(tx.work.attempts(task.id))
-        candidates = tuple(tx.content.candidates_of_task(task.id))
-        receipts = tuple(tx.evidence.receipts_of_task(task.id)) if candidates else ()
-        completion = tx.work.completion_of_task(task.id)
+        return self._view_later(tx, task, self._parts_later(tx, task.id), rejections)()
+
+    @staticmethod
+    def _parts_later(tx: Tx, task_id: str) -> _Parts:
+        """The reads of a view that need only the task's id, sent now (`Raw.later`)."""
+        return (
+            tx.work.attempts_later(task_id),
+            tx.content.candidates_of_task_later(task_id),
+            tx.evidence.receipts_of_task_later(task_id),
+            tx.work.completion_of_task_later(task_id),
+        )
+
+    def _view_later(
+        self, tx: Tx, task: Task, parts: _Parts, rejections: bool = True
+    ) -> Callable[[], TaskView]:
+        """The task's view from `parts`: the reads that depend on them are sent now, and the
+        view is made when called."""
+        attempts_of, candidates_of, receipts_of, completion_of = parts
+        attempts, candidates = tuple(attempts_of()), tuple(candidates_of())
+        found = completion_of()
+        completion = found[0] if found else None
         current = [c for c in candidates if c.attempt_id == task.current_attempt_id]
-        live = any(
-            a.id == task.current_attempt_id
-            and a.status is AttemptStatus.ACTIVE
-            and a.incarnation == tx.incarnation
-            and tx.now < a.lease_deadline
-            for a in attempts
-        )
-        ev = TaskEvidence(
-            status=task.status,
-            has_live_attempt=live,
-            has_candidate=bool(current),
-            verified=any(self._verified(tx, task, c) for c in current),
-            requires_deployment=task.contract.requires_deployment,
-            deployed=self._deployed(tx, task, completion),
-        )
-        still = None
-        if completion is not None:
-            now_revs = tx.content.revisions(task.project_id, completion.revisions)
-            still = all(now_revs[p] == r for p, r in completion.revisions.items())
-        refused = tuple(
-            e
-            for e in (tx.audit.events(task.project_id, subject=task.id, limit=10_000) if rejections else ())
-            if e.kind == "completion.rejected"
-        )
-        return TaskView(task, strongest_fact(ev), still, attempts, candidates, receipts, completion, refused)
+        trust = [(c, receipt_facts_later(tx, task, c)) for c in current]
+        project = task.project_id
+        published = completion.revisions if completion else {}
+        now_of = tx.content.declared_revisions_later(project, published, ()) if completion else None
+        deployed_of = self._deployed_later(tx, task, completion)
+        refused_of = tx.audit.events_of_subject_later(project, task.id, limit=10_000) if rejections else list
+        held = [a for a in attempts if a.id == task.current_attempt_id and a.status is AttemptStatus.ACTIVE]
+        if held:
+            tx.expect_clock()  # whether its lease is live
 
-    @staticmethod
-    def _verified(tx: Tx, task: Task, cand: Candidate) -> bool:
-        """The completion predicate's own trust rule (core.trust), on the same ledger facts."""
-        facts = receipt_facts(tx, task, cand)
-        return verified(task, cand, facts.recorded, facts.checkers, facts.bad)
-
-    @staticmethod
-    def _deployed(tx: Tx, task: Task, completion: Completion | None) -> bool:
-        if completion is None or not completion.revisions:
-            return False
-        for path, rev in completion.revisions.items():
-            digest = next(
-                (h["digest"] for h in tx.content.history(task.project_id, path) if h["revision"] == rev), None
+        def view() -> TaskView:
+            live = any(a.incarnation == tx.incarnation and tx.now < a.lease_deadline for a in held)
+            ev = TaskEvidence(
+                status=task.status,
+                has_live_attempt=live,
+                has_candidate=bool(current),
+                verified=any(_verified(task, c, facts()) for c, facts in trust),
+                requires_deployment=task.contract.requires_deployment,
+                deployed=deployed_of(),
             )
-            obs = tx.content.observations(task.project_id, path)
-            # made at or after the commit, of the accepted revision (or of its bytes)
-            if not any(
-                o.kind == "deployed"
-                and o.observed_at >= completion.created_at
-                and (o.revision == rev or (o.revision is None and digest is not None and o.digest == digest))
-                for o in obs
-            ):
-                return False
-        return True
+            still = None
+            if completion is not None and now_of is not None:
+                now_revs = now_of()[0]
+                still = all(now_revs[p] == r for p, r in completion.revisions.items())
+            refused = tuple(e for e in refused_of() if e.kind == "completion.rejected")
+            receipts = tuple(receipts_of()) if candidates else ()
+            fact = strongest_fact(ev)
+            return TaskView(task, fact, still, attempts, candidates, receipts, completion, refused)
+
+        return view
+
+    @staticmethod
+    def _deployed_later(tx: Tx, task: Task, completion: Completion | None) -> Callable[[], bool]:
+        """Whether every revision the completion published was observed deployed at or after
+        its commit (of that revision, or of its bytes); the reads sent now."""
+        if completion is None or not completion.revisions:
+            return lambda: False
+        published = completion.revisions
+        found = tx.content.deployments_later(task.project_id, published, completion.created_at)
+
+        def deployed() -> bool:
+            digests, seen = found()
+
+            def of(o: Observation, path: str, rev: int) -> bool:  # that revision, or its bytes
+                digest = digests.get(path)
+                return o.revision == rev or (o.revision is None and digest is not None and o.digest == digest)
+
+            return all(any(o.target == p and of(o, p, rev) for o in seen) for p, rev in published.items())
+
+        return deployed
 
     # handoffs --------------------------------------------------------------
     def handoff_view(self, caller: Principal, task_id: str) -> HandoffView:
@@ -325,3 +368,8 @@ def _paths_of(e: Event) -> set[str]:
 def _withheld(e: Event) -> Event:
     """An event naming a path outside the reader's scope: its place in the chain, not its content."""
     return replace(e, kind="withheld", subject=None, data={}, actor=None)
+
+
+def _verified(task: Task, cand: Candidate, facts: ReceiptFacts) -> bool:
+    """The completion predicate's own trust rule (core.trust), on the same ledger facts."""
+    return verified(task, cand, facts.recorded, facts.checkers, facts.bad)

@@ -17,13 +17,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Table
 
 __all__ = ["PIPELINE", "Raw", "Rows", "columns", "in_list", "in_params"]
 
 Rows = Callable[[], list[Sequence[Any]]]  # a read's rows, fetched when called
+T = TypeVar("T")
 
 PIPELINE = "studiolo_pipeline"  # connection info key: the psycopg pipeline a write runs in
 _SENDER = "studiolo_sender"  # connection info key: (driver connection, the cursor of `send`)
@@ -84,6 +85,13 @@ class Raw:
             rows: list[Sequence[Any]] = cursor.fetchall()
             return lambda: rows
         return cursor.fetchall  # type: ignore[no-any-return]
+
+    def later_as(
+        self, sql: str, params: Mapping[str, Any], shape: Callable[[Sequence[Any]], T]
+    ) -> Callable[[], list[T]]:
+        """`later(sql, params)`, each row made into `shape(row)` when the rows are asked for."""
+        rows = self.later(sql, params)
+        return lambda: [shape(row) for row in rows()]
 
 
 @functools.lru_cache(maxsize=512)

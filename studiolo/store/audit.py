@@ -213,8 +213,7 @@ class AuditRepo:
         subject: str | None = None,
     ) -> list[Event]:
         if subject is not None and project_id is not None:
-            params = {"after": after, "subject": subject, "p": project_id, "n": limit}
-            return [_event_of(r) for r in self._raw.all(_EVENTS_OF_SUBJECT, params)]
+            return self.events_of_subject_later(project_id, subject, after, limit)()
         q = select(s.events).where(s.events.c.seq > after)
         if subject is not None:
             # A subject has few events: read them through ix_events_subject. Without table
@@ -227,6 +226,14 @@ class AuditRepo:
             q = q.where(s.events.c.project_id == project_id)
         rows = self._c.execute(q.order_by(s.events.c.seq).limit(limit))
         return [_event(r) for r in rows]
+
+    def events_of_subject_later(
+        self, project_id: str, subject: str, after: int = 0, limit: int = 1000
+    ) -> Callable[[], list[Event]]:
+        """`events(project_id, after, limit, subject)`, its read sent now and answered when
+        called (`Raw.later`)."""
+        params = {"after": after, "subject": subject, "p": project_id, "n": limit}
+        return self._raw.later_as(_EVENTS_OF_SUBJECT, params, _event_of)
 
     def events_of(self, project_ids: Sequence[str], after: int, limit: int) -> list[Event]:
         """The events of any of `project_ids` after `after`, oldest first, at most `limit`."""

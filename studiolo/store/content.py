@@ -67,6 +67,16 @@ _DECLARED_FILES = "SELECT 0, path, revision FROM artifacts WHERE project_id = :p
 _DECLARED_DIRS = "SELECT 1, prefix, revision FROM collections WHERE project_id = :p AND prefix IN "
 _CHUNK = 400  # rows per multi-row statement: well inside both back-ends' parameter limits
 
+# What a task view asks of a completion's revisions: the digest each revision published, and
+# the deployments observed since the commit.
+_REVISION_DIGESTS = (
+    "SELECT path, revision, digest FROM artifact_revisions WHERE project_id = :p AND (path, revision) IN "
+)
+_DEPLOYED_SINCE = (
+    f"SELECT {columns(s.observations, 'o')} FROM observations o WHERE o.project_id = :p"
+    " AND o.kind = 'deployed' AND o.observed_at >= :at AND o.target IN "
+)
+
 
 def _values(n: int, names: tuple[str, ...], literal: str = "") -> str:
     rows = (", ".join([*(f":{c}_{i}" for c in names), *([literal] if literal else [])]) for i in range(n))
@@ -424,7 +434,33 @@ class ContentRepo:
         return [candidate_of(r) for r in self._raw.all(_CANDIDATES_OF_ATTEMPT, {"k": attempt_id})]
 
     def candidates_of_task(self, task_id: str) -> list[Candidate]:
-        return [candidate_of(r) for r in self._raw.all(_CANDIDATES_OF_TASK, {"k": task_id})]
+        return self.candidates_of_task_later(task_id)()
+
+    def candidates_of_task_later(self, task_id: str) -> Callable[[], list[Candidate]]:
+        """`candidates_of_task(...)`, its read sent now and answered when called (`Raw.later`)."""
+        return self._raw.later_as(_CANDIDATES_OF_TASK, {"k": task_id}, candidate_of)
+
+    def deployments_later(
+        self, project_id: str, revisions: Mapping[str, int], since: float
+    ) -> Callable[[], tuple[dict[str, str | None], list[Observation]]]:
+        """For published `revisions` (path → revision): the digest each one published (path →
+        digest), and the `deployed` observations of those paths made at or after `since`;
+        the reads sent now (a statement of each per `_CHUNK` paths), answered when called."""
+        paths = sorted(revisions)
+        digests, seen = [], []
+        for i in range(0, len(paths), _CHUNK):
+            part = paths[i : i + _CHUNK]
+            pairs = "(" + ", ".join(f"(:f_{n}, :r_{n})" for n in range(len(part))) + ")"
+            keys = {"p": project_id} | in_params("f", part) | in_params("r", (revisions[p] for p in part))
+            digests.append(self._raw.later(_REVISION_DIGESTS + pairs, keys))
+            params = {"p": project_id, "at": since} | in_params("t", part)
+            seen.append(self._raw.later_as(_DEPLOYED_SINCE + in_list("t", len(part)), params, _observation))
+
+        def found() -> tuple[dict[str, str | None], list[Observation]]:
+            published = {str(p): d for rows in digests for p, r, d in rows() if revisions.get(p) == r}
+            return published, [o for rows in seen for o in rows()]
+
+        return found
 
     # observations
     def add_observation(self, o: Observation) -> None:
@@ -436,6 +472,20 @@ class ContentRepo:
             q = q.where(s.observations.c.target == target)
         rows = self._c.execute(q.order_by(s.observations.c.observed_at, s.observations.c.id))
         return [Observation(**r._mapping) for r in rows]
+
+
+def _observation(row: Sequence[Any]) -> Observation:
+    oid, project_id, target, revision, digest, kind, observed_at, observer_id = row
+    return Observation(
+        id=oid,
+        project_id=project_id,
+        target=target,
+        revision=None if revision is None else int(revision),
+        digest=digest,
+        kind=kind,
+        observed_at=float(observed_at),
+        observer_id=observer_id,
+    )
 
 
 def _manifest(c: Candidate) -> dict[str, Any]:

@@ -139,6 +139,7 @@ SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION) AS now,
        nextval('events_seq') AS seq, (SELECT max(at) FROM chains) AS head_at
 """
 _BEGIN = {level: f"BEGIN ISOLATION LEVEL {level}".encode() for level in ("REPEATABLE READ", "SERIALIZABLE")}
+_BEGIN_READ = b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _READ_META = ("clock_last", "incarnation")
 _WRITE_META = (*_READ_META, "service_key")
 _PG_NOW = "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
@@ -168,6 +169,7 @@ class Tx:
         self.a2a = A2ARepo(conn)
         self.remote = RemoteRepo(conn)
         self._authority: Callable[[], tuple[float, str]] = lambda: (0.0, "")
+        self._expect: Callable[[], None] | None = None  # sends the clock's read ahead (`expect_clock`)
         self._read: tuple[float, str] | None = None
         self.start: _Start | None = None  # a PostgreSQL write's first statement, read lazily
 
@@ -179,6 +181,13 @@ class Tx:
     @property
     def incarnation(self) -> str:
         return self._clock()[1]
+
+    def expect_clock(self) -> None:
+        """The transaction will ask for `now`: in a batched PostgreSQL read, send the clock's
+        read now, to travel with the reads already sent (else it is read when first asked)."""
+        expect, self._expect = self._expect, None
+        if expect is not None and self._read is None:
+            expect()
 
     def _clock(self) -> tuple[float, str]:
         if self._read is None:
@@ -471,8 +480,13 @@ class Store:
         finally:
             pooled.close()
 
-    def read(self, fn: Callable[[Tx], T], settled: bool = True) -> T:
+    def read(self, fn: Callable[[Tx], T], settled: bool = True, *, batched: bool = False) -> T:
         """Run `fn` on one consistent snapshot (no writes).
+
+        `batched`: on PostgreSQL the read runs in psycopg's pipeline mode (`_pg_read`), so
+        reads sent with `Raw.later` share one round trip and BEGIN travels with the first.
+        Only for a read whose statements all run through `Raw` or SQLAlchemy's plain
+        execution (no server-side cursor: `yield_per` and streaming are not for a pipeline).
 
         SQLite: the answer waits until what this process committed before it is durable (a
         durable group's fsync runs after its COMMIT: see the module docstring), so a reader
@@ -483,7 +497,7 @@ class Store:
 
         def once() -> T:
             try:
-                with self._transaction(write=False) as tx:
+                with self._transaction(write=False, batched=batched) as tx:
                     found = fn(tx)
                 if settled and self.is_sqlite and not getattr(self._writing, "active", False):
                     self._group.barrier()
@@ -575,7 +589,7 @@ class Store:
             yield
 
     @contextmanager
-    def _transaction(self, *, write: bool, gate: Gate | None = None) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool, gate: Gate | None = None, batched: bool = False) -> Iterator[Tx]:
         gate = gate or Gate.whole_ledger()
         with self.engine.connect() as conn:
             if self.is_sqlite:
@@ -585,6 +599,10 @@ class Store:
             if write:
                 with self._pg_write(conn, gate):
                     yield self._open(conn, write=True, gate=gate)
+                return
+            if batched:
+                with self._pg_read(conn):
+                    yield self._open(conn, write=False, gate=gate)
                 return
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             conn.begin()
@@ -686,6 +704,39 @@ class Store:
         if not conn.invalidated:
             conn.commit()  # SQLAlchemy's bookkeeping: the driver's transaction already ended
 
+    @contextmanager
+    def _pg_read(self, conn: Connection) -> Iterator[None]:
+        """A PostgreSQL read in psycopg's pipeline mode (`read(batched=True)`). The driver is
+        in autocommit for it and the read sends its own `BEGIN ... READ ONLY`, which travels
+        with the first statement; reads sent with `Raw.later` share a round trip; a Sync and
+        COMMIT end it in one more. A session that broke is retried (`_Reconnect`: a read has
+        no effects); one left in a transaction is invalidated."""
+        raw: Any = conn.connection.dbapi_connection
+        raw.autocommit = True
+        try:
+            with raw.pipeline() as pipeline:  # leaving it sends a Sync and reads every answer
+                conn.connection.info[PIPELINE] = pipeline
+                try:
+                    raw.execute(_BEGIN_READ, prepare=False)
+                    yield
+                    _after_sync(pipeline, raw.cursor(), b"COMMIT")
+                except BaseException:  # the read's own error propagates, not a cleanup's
+                    _quietly(lambda: _after_sync(pipeline, raw.cursor(), b"ROLLBACK"))
+                    raise
+                finally:
+                    conn.connection.info.pop(PIPELINE, None)
+        except BaseException as exc:
+            if raw.broken and isinstance(exc, Exception):
+                raise _Reconnect(str(exc)) from exc
+            raise
+        finally:
+            if not raw.broken and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                raw.autocommit = False
+            else:
+                conn.invalidate()
+        if not conn.invalidated:
+            conn.commit()  # SQLAlchemy's bookkeeping: the driver's transaction already ended
+
     def _gate_locks(self, gate: Gate) -> list[tuple[bool, int]]:
         """The session advisory locks of `gate`, (shared, key) in the order they are taken."""
         if not self.writer_gate:
@@ -730,6 +781,8 @@ class Store:
         tx = Tx(conn, gate, sequence=self.dialect == "postgresql")
         if not write:
             tx._authority = lambda: self._read_now(tx)
+            if self.clock_source == "database" and PIPELINE in conn.connection.info:
+                tx._expect = lambda: self._expect_clock(tx)
             return tx
         tx._authority = lambda: self._write_now(tx)
         if self.clock_source == "database":
@@ -752,6 +805,17 @@ class Store:
             return max(self._clock(), float(found.get("clock_last") or 0.0)), found.get("incarnation", "")
         row = tx.conn.exec_driver_sql(_PG_CLOCK_READ).one()
         return max([float(row.now), *_floats(row.last, row.head_at)]), row.incarnation or ""
+
+    @staticmethod
+    def _expect_clock(tx: Tx) -> None:
+        """`_read_now`'s statement sent now (`Raw.later`), read when the clock is first asked."""
+        rows = Raw(tx.conn).later(_PG_CLOCK_READ, {})
+
+        def taken() -> tuple[float, str]:
+            ((now, last, incarnation, head_at),) = rows()
+            return max([float(now), *_floats(last, head_at)]), incarnation or ""
+
+        tx._authority = taken
 
     def _write_now(self, tx: Tx) -> tuple[float, str]:
         """A write's clock: the source, at least `meta.clock_last` and the last event time of

@@ -135,7 +135,11 @@ class EvidenceRepo:
     def receipts_of_task(self, task_id: str) -> list[Receipt]:
         """The receipts about each of the task's candidates, as `receipts_of_candidate` gives
         them, candidate after candidate (`ContentRepo.candidates_of_task`'s order): one read."""
-        return [_receipt(r) for r in self._raw.all(_RECEIPTS_OF_TASK, {"t": task_id})]
+        return self.receipts_of_task_later(task_id)()
+
+    def receipts_of_task_later(self, task_id: str) -> Callable[[], list[Receipt]]:
+        """`receipts_of_task(...)`, its read sent now and answered when called (`Raw.later`)."""
+        return self._raw.later_as(_RECEIPTS_OF_TASK, {"t": task_id}, _receipt)
 
     def receipts_for_bytes(self, attempt_id: str, digest: str, dependency_digest: str) -> list[Receipt]:
         """Every receipt recorded for a candidate of `attempt_id` with exactly these bytes."""

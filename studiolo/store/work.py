@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +151,10 @@ class WorkRepo:
         row = self._raw.one(_TASK_SQL, {"id": task_id})
         return _task(row) if row else None
 
+    def task_later(self, task_id: str) -> Callable[[], list[Task]]:
+        """`task(...)` (none or one), its read sent now and answered when called (`Raw.later`)."""
+        return self._raw.later_as(_TASK_SQL, {"id": task_id}, _task)
+
     def attempt_and_task(self, attempt_id: str) -> tuple[Attempt, Task] | None:
         """An attempt and its task, in one read (None: no such attempt)."""
         row = self._raw.one(_ATTEMPTS_AND_TASKS + "= :id", {"id": attempt_id})
@@ -215,7 +219,11 @@ class WorkRepo:
         return _attempt(row) if row else None
 
     def attempts(self, task_id: str) -> list[Attempt]:
-        return [_attempt(r) for r in self._raw.all(_ATTEMPTS_OF_TASK, {"t": task_id})]
+        return self.attempts_later(task_id)()
+
+    def attempts_later(self, task_id: str) -> Callable[[], list[Attempt]]:
+        """`attempts(...)`, its read sent now and answered when called (`Raw.later`)."""
+        return self._raw.later_as(_ATTEMPTS_OF_TASK, {"t": task_id}, _attempt)
 
     def update_attempt(self, attempt_id: str, **values: Any) -> None:
         if "status" in values and isinstance(values["status"], AttemptStatus):
@@ -263,8 +271,12 @@ class WorkRepo:
         )
 
     def completion_of_task(self, task_id: str) -> Completion | None:
-        row = self._raw.one(_COMPLETION_OF_TASK, {"t": task_id})
-        return _completion(row) if row else None
+        found = self.completion_of_task_later(task_id)()
+        return found[0] if found else None
+
+    def completion_of_task_later(self, task_id: str) -> Callable[[], list[Completion]]:
+        """`completion_of_task(...)` (none or one), sent now and answered when called (`Raw.later`)."""
+        return self._raw.later_as(_COMPLETION_OF_TASK, {"t": task_id}, _completion)
 
     def completions(self, project_id: str) -> list[Completion]:
         rows = self._c.execute(

@@ -64,8 +64,8 @@ class BranchStore(Store):
     def write(self, fn: Callable[[Tx], T], gate: Gate | None = None) -> T:
         return self._atomic(fn, write=True)  # the one open transaction holds every gate
 
-    def read(self, fn: Callable[[Tx], T], settled: bool = True) -> T:
-        return self._atomic(fn, write=False)  # nothing here is ever fsynced apart
+    def read(self, fn: Callable[[Tx], T], settled: bool = True, *, batched: bool = False) -> T:
+        return self._atomic(fn, write=False)  # nothing here is ever fsynced apart, nor pipelined
 
     def project_of(self, kind: str, ident: str) -> str | None:
         return None  # no gate to choose: the one open transaction holds them all
