@@ -178,6 +178,19 @@ class CompletionOps(Door):
         cand: Candidate,
         current: dict[str, int],
     ) -> Completion:
+        with tx.together():  # the writes nobody reads back: one statement on PostgreSQL
+            return self._publish_writes(tx, caller, q, task, attempt, cand, current)
+
+    def _publish_writes(
+        self,
+        tx: Tx,
+        caller: Principal,
+        q: CompletionRequest,
+        task: Task,
+        attempt: Attempt,
+        cand: Candidate,
+        current: dict[str, int],
+    ) -> Completion:
         completion_id = self.ids.new("cmp")
         revisions = tx.content.publish(task.project_id, cand.files, tx.now, caller.id, completion_id, current)
         commit_version = tx.audit.next_seq(task.project_id)

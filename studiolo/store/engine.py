@@ -81,7 +81,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -91,7 +91,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from studiolo.store import migrations
-from studiolo.store._raw import PIPELINE, Raw
+from studiolo.store._raw import PIPELINE, Raw, flush_held
 from studiolo.store.a2a import A2ARepo
 from studiolo.store.access import AccessRepo, auth_generation_of
 from studiolo.store.audit import EMPTY, AuditRepo, Head, MetaRepo
@@ -181,6 +181,10 @@ class Tx:
     @property
     def incarnation(self) -> str:
         return self._clock()[1]
+
+    def together(self) -> AbstractContextManager[None]:
+        """Writes sent inside travel as one statement on PostgreSQL (`Raw.together`)."""
+        return Raw(self.conn).together()
 
     def expect_clock(self) -> None:
         """The transaction will ask for `now`: in a batched PostgreSQL read, send the clock's
@@ -943,6 +947,11 @@ class _InDoubt(psycopg.OperationalError):
     so it must not be run again."""
 
 
+def _flush_held(conn: Connection, *_: Any) -> None:
+    """A SQLAlchemy statement runs after the writes `Raw.together` holds (`_raw`)."""
+    flush_held(conn.connection.info)
+
+
 def _sync_pipeline(conn: Connection, *_: Any) -> None:
     pipeline = conn.connection.info.get(PIPELINE)
     if pipeline is not None:
@@ -988,6 +997,7 @@ def _make_engine(url: str, dialect: str, pool_size: int, max_overflow: int, *, o
         connect_args=_pg_connect_args(url) if dialect == "postgresql" else {},
     )
     if dialect == "postgresql":
+        event.listen(engine, "before_cursor_execute", _flush_held)
         event.listen(engine, "after_cursor_execute", _sync_pipeline)
     return engine
 
