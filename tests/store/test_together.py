@@ -64,7 +64,8 @@ def test_held_writes_go_as_one_statement(store: Store, monkeypatch: pytest.Monke
 
     store.write(run)
     assert _meta(store) == [("held-a", "1")]
-    chain = store.read(lambda tx: Raw(tx.conn).one("SELECT seq, hash FROM chains WHERE chain = 'held-chain'", {}))
+    head = "SELECT seq, hash FROM chains WHERE chain = 'held-chain'"
+    chain = store.read(lambda tx: Raw(tx.conn).one(head, {}))
     assert chain is not None and tuple(chain) == (7, "h")
     if store.dialect == "postgresql":
         (combined,) = counted.writes()
@@ -121,7 +122,7 @@ def test_a_failing_held_write_fails_the_transaction(store: Store) -> None:
             raw.send(_PUT, {"k": "held-f", "v": "1"})
             raw.send(_CHAIN, chain)  # that chain exists: the merged statement fails as a whole
 
-    with pytest.raises(Exception, match="(?i)unique|duplicate"):
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
         store.write(run)
     assert _meta(store) == []
 
