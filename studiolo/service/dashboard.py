@@ -66,9 +66,8 @@ class DashboardOps(ViewOps):
             self.require(tx, caller, project_id, Action.READ)
             if wanted_fact is None:
                 tasks = tx.work.tasks(project_id, wanted_status, limit + 1, offset)  # +1: is there more?
-                views = [
-                    self._confined(tx, caller, self._view(tx, t, rejections=False)) for t in tasks[:limit]
-                ]
+                listed = self._views(tx, tasks[:limit], rejections=False)
+                views = [self._confined(tx, caller, v) for v in listed]
                 more = len(tasks) > limit
             else:
                 found = self._scan_fact(tx, project_id, wanted_status, wanted_fact, limit + 1 + offset)
@@ -76,7 +75,7 @@ class DashboardOps(ViewOps):
                 more = len(found) > offset + limit
             return TaskListPage(tuple(views), more, tx.now)
 
-        return self.store.read(run)
+        return self.store.read(run, batched=True)
 
     def _scan_fact(
         self, tx: Tx, project_id: str, status: TaskStatus | None, fact: Fact, want: int
@@ -88,9 +87,7 @@ class DashboardOps(ViewOps):
             offset = 0
             while len(found) < want:
                 batch = tx.work.tasks(project_id, st, _SCAN_BATCH, offset)
-                found.extend(
-                    v for v in (self._view(tx, t, rejections=False) for t in batch) if v.fact is fact
-                )
+                found.extend(v for v in self._views(tx, batch, rejections=False) if v.fact is fact)
                 if len(batch) < _SCAN_BATCH:
                     break
                 offset += _SCAN_BATCH
@@ -100,7 +97,7 @@ class DashboardOps(ViewOps):
         """A task's view, its audit timeline (the latest `timeline_limit` events) and handoff."""
 
         def run(tx: Tx) -> TaskPage:
-            view = self._confined(tx, caller, self._view(tx, self.visible_task(tx, caller, task_id)))
+            view = self._confined(tx, caller, self._visible_view(tx, caller, task_id))
             subjects = [view.task.id, *(a.id for a in view.attempts), *(c.id for c in view.candidates)]
             subjects.extend(r.id for r in view.receipts)
             found = tx.audit.events_about(view.task.project_id, subjects, timeline_limit)
@@ -110,7 +107,7 @@ class DashboardOps(ViewOps):
             seq = latest[-1].seq if latest else 0
             return TaskPage(view, tuple(timeline), handoff, tx.now, seq)
 
-        return self.store.read(run)
+        return self.store.read(run, batched=True)
 
     @staticmethod
     def _handoff_of(tx: Tx, view: TaskView) -> HandoffView | None:

@@ -6,6 +6,7 @@ statement by statement."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,17 @@ def test_every_state_reads_the_same_batched(world: World) -> None:
         assert batched.fact is fact, label
         assert batched == _unbatched(world, task_id), label
         assert world.coord.task_view(world.agent, task_id) == batched, label  # read scope "**"
+
+    # a page of views reads every task's view in one batch: the same views, in creation order
+    singles = [world.coord.task_view(world.admin, task_id) for task_id, _ in views.values()]
+    listed = world.coord.list_task_views(world.admin, pid)
+    assert sorted(listed, key=lambda v: v.task.id) == sorted(singles, key=lambda v: v.task.id)
+    assert [v.task.id for v in listed] == [t.id for t in world.coord.list_tasks(world.admin, pid)]
+    page = world.coord.task_list_page(world.admin, pid, limit=500)
+    assert {v.task.id: v for v in page.views} == {v.task.id: replace(v, rejections=()) for v in singles}
+    deployed = world.coord.task_list_page(world.admin, pid, fact="deployed").views
+    assert {v.task.id for v in deployed} == {by_revision.id, by_digest.id}
+    assert world.coord.task_page(world.admin, accepted.id).view == world.coord.task_view(world.admin, accepted.id)
 
     accepted_view = world.coord.task_view(world.admin, accepted.id)
     assert [e.data["request_id"] for e in accepted_view.rejections] == ["too-early"]
