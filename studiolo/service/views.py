@@ -312,14 +312,7 @@ class ViewOps(Door):
         def run(tx: Tx) -> Orientation:
             self.require_project(tx, caller, project_id)
             tasks = tx.work.tasks(project_id, TaskStatus.OPEN, limit=100)
-            claimed = tx.work.tasks(project_id, TaskStatus.CLAIMED, limit=1000)
-            mine = tuple(
-                a
-                for t in claimed
-                if t.current_attempt_id
-                for a in [tx.work.attempt(t.current_attempt_id)]
-                if a is not None and a.principal_id == caller.id
-            )
+            mine = tuple(tx.work.held_by(project_id, caller.id))  # one read, not one per claimed task
             return Orientation(
                 caller,
                 project_id,

@@ -73,6 +73,10 @@ _INSERT_ATTEMPT = (
     " VALUES (:id, :task, :who, :fence, :deadline, :inc, :status, :at)"
 )
 _TASK_COLUMNS = frozenset(s.tasks.c.keys()) - {"id"}
+_HELD_BY = f"""
+SELECT {columns(s.attempts, "a")} FROM tasks t JOIN attempts a ON a.id = t.current_attempt_id
+ WHERE t.project_id = :p AND t.status = :s AND a.principal_id = :who
+ ORDER BY t.created_at, t.id LIMIT :n"""
 _ATTEMPT_COLUMNS = frozenset(s.attempts.c.keys()) - {"id"}
 _FINISH_TASK = "UPDATE tasks SET status = :s, completed_at = :at WHERE id = :id"
 
@@ -217,6 +221,12 @@ class WorkRepo:
     def attempt(self, attempt_id: str) -> Attempt | None:
         row = self._raw.one(_ATTEMPT_SQL, {"id": attempt_id})
         return _attempt(row) if row else None
+
+    def held_by(self, project_id: str, principal_id: str, limit: int = 1000) -> list[Attempt]:
+        """The current attempts of the project's claimed tasks that `principal_id` holds, in
+        the tasks' order: one read."""
+        params = {"p": project_id, "s": TaskStatus.CLAIMED.value, "who": principal_id, "n": limit}
+        return [_attempt(r) for r in self._raw.all(_HELD_BY, params)]
 
     def attempts(self, task_id: str) -> list[Attempt]:
         return self.attempts_later(task_id)()

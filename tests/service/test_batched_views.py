@@ -141,3 +141,22 @@ def test_a_hidden_task_reads_as_missing_batched(world: World) -> None:
     assert world.coord.task_view(stranger, task.id).task.id == task.id
     # the read left its connection fit for the next one, pipeline or not
     assert world.coord.task_view(world.agent, task.id) == _unbatched(world, task.id)
+
+
+def test_orientation_lists_the_callers_current_attempts(world: World) -> None:
+    """`orient`'s attempts come from one read, not one per claimed task: the caller's current
+    attempts of claimed tasks, in the tasks' order; not a reassigned, finished or other's one."""
+    tasks = []
+    for n in range(6):
+        tasks.append(world.new_task(f"task {n}"))
+        world.clock.advance(1)  # the tasks' order is their creation's
+    held = [world.coord.claim(world.agent, t.id, 600) for t in tasks[:4]]
+    world.coord.claim(world.agent2, tasks[4].id, 600)
+    world.coord.reassign(world.admin, tasks[1].id, world.agent2.id)  # no longer the agent's
+    cand = world.candidate(held[2], {"src/o.txt": b"o\n"})
+    world.complete(tasks[2], held[2], cand, [world.receipt(cand).id])  # finished
+    mine = world.coord.orient(world.agent, world.project_id).my_attempts
+    assert [a.id for a in mine] == [held[0].id, held[3].id]
+    theirs = world.coord.orient(world.agent2, world.project_id).my_attempts
+    assert [a.task_id for a in theirs] == [tasks[1].id, tasks[4].id]
+    assert [t.id for t in world.coord.orient(world.agent, world.project_id).open_tasks] == [tasks[5].id]
