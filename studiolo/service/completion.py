@@ -111,7 +111,8 @@ class CompletionOps(Door):
             )
             return _Rejected(verdict)
         assert visible is not None and got is not None and facts.attempt is not None and facts.candidate
-        completion = self._publish(tx, caller, q, visible.task, facts.attempt, facts.candidate, got[2])
+        with tx.together():  # the writes nobody reads back: one statement on PostgreSQL
+            completion = self._publish(tx, caller, q, visible.task, facts.attempt, facts.candidate, got[2])
         return CompletionOutcome(completion, replay=False)
 
     @staticmethod
@@ -169,19 +170,6 @@ class CompletionOps(Door):
         return lambda: (trust(), revisions(), moving()[0])
 
     def _publish(
-        self,
-        tx: Tx,
-        caller: Principal,
-        q: CompletionRequest,
-        task: Task,
-        attempt: Attempt,
-        cand: Candidate,
-        current: dict[str, int],
-    ) -> Completion:
-        with tx.together():  # the writes nobody reads back: one statement on PostgreSQL
-            return self._publish_writes(tx, caller, q, task, attempt, cand, current)
-
-    def _publish_writes(
         self,
         tx: Tx,
         caller: Principal,
