@@ -87,6 +87,16 @@ def test_a_dropped_connection_is_replaced(store: Store, pg_url: str) -> None:
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
     assert store.read(lambda tx: tx.meta.get("n")) == "1"
+    for batched in (True, False):  # a read in pipeline mode finds the session dead and reruns too
+        store.read(lambda tx: tx.meta.get("n"), batched=batched)
+        with _raw(pg_url) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        retries = store.retries
+        assert store.read(lambda tx: tx.meta.get("n"), batched=True) == "1"
+        assert store.retries > retries  # it met a dead session, then ran again
     store.write(_increment)
     with _raw(pg_url) as admin:
         admin.execute(
