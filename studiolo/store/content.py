@@ -20,9 +20,6 @@ __all__ = ["ContentRepo", "candidate_of"]
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 _ART_KEY = (s.artifacts.c.project_id == bindparam("p"), s.artifacts.c.path == bindparam("pth"))
 _ARTIFACT = select(s.artifacts).where(*_ART_KEY)
-_REVISIONS = select(s.artifacts.c.path, s.artifacts.c.revision).where(
-    s.artifacts.c.project_id == bindparam("p"), s.artifacts.c.path.in_(bindparam("paths", expanding=True))
-)
 _INSERT_ARTIFACT = insert(s.artifacts)
 _MOVE_ARTIFACT = (
     update(s.artifacts)
@@ -36,10 +33,6 @@ _BUMP_COLLECTION = (
     .values(revision=s.collections.c.revision + 1)
 )
 _INSERT_COLLECTION = insert(s.collections)
-_COLLECTIONS = select(s.collections.c.prefix, s.collections.c.revision).where(
-    s.collections.c.project_id == bindparam("p"),
-    s.collections.c.prefix.in_(bindparam("prefixes", expanding=True)),
-)
 _BLOB_REFS = select(s.blob_refs.c.digest).where(
     s.blob_refs.c.project_id == bindparam("p"), s.blob_refs.c.digest.in_(bindparam("ds", expanding=True))
 )
@@ -244,12 +237,7 @@ class ContentRepo:
 
     def revisions(self, project_id: str, paths: Iterable[str]) -> dict[str, int]:
         """Current revision of each path; 0 for a path that never existed."""
-        wanted = sorted(set(paths))
-        out = dict.fromkeys(wanted, 0)
-        if wanted:
-            rows = self._c.execute(_REVISIONS, {"p": project_id, "paths": wanted})
-            out.update({r.path: int(r.revision) for r in rows})
-        return out
+        return self.declared_revisions(project_id, paths, ())[0]
 
     def history(self, project_id: str, path: str) -> list[dict[str, Any]]:
         rows = self._c.execute(
@@ -402,12 +390,7 @@ class ContentRepo:
             self._c.execute(_INSERT_COLLECTION, {"project_id": project_id, "prefix": prefix, "revision": 1})
 
     def collection_revisions(self, project_id: str, prefixes: Iterable[str]) -> dict[str, int]:
-        wanted = sorted(set(prefixes))
-        out = dict.fromkeys(wanted, 0)
-        if wanted:
-            rows = self._c.execute(_COLLECTIONS, {"p": project_id, "prefixes": wanted})
-            out.update({r.prefix: int(r.revision) for r in rows})
-        return out
+        return self.declared_revisions(project_id, (), prefixes)[1]
 
     # candidates
     def add_candidate(self, project_id: str, c: Candidate) -> None:
