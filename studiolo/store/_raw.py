@@ -99,11 +99,9 @@ class Raw:
         info[_HELD] = (self._connection(), [])
         try:
             yield
-        except BaseException:
+            flush_held(info)
+        finally:  # if the block raised, what it held is dropped
             info.pop(_HELD, None)
-            raise
-        flush_held(info)
-        info.pop(_HELD, None)
 
     def one(self, sql: str, params: Mapping[str, Any]) -> Sequence[Any] | None:
         row: Sequence[Any] | None = self._cursor(sql, params).fetchone()

@@ -63,7 +63,7 @@ _CHUNK = 400  # rows per multi-row statement: well inside both back-ends' parame
 # What a task view asks of a completion's revisions: the digest each revision published, and
 # the deployments observed since the commit.
 _REVISION_DIGESTS = (
-    "SELECT path, revision, digest FROM artifact_revisions WHERE project_id = :p AND (path, revision) IN "
+    "SELECT path, digest FROM artifact_revisions WHERE project_id = :p AND (path, revision) IN "
 )
 _DEPLOYED_SINCE = (
     f"SELECT {columns(s.observations, 'o')} FROM observations o WHERE o.project_id = :p"
@@ -440,7 +440,7 @@ class ContentRepo:
             seen.append(self._raw.later_as(_DEPLOYED_SINCE + in_list("t", len(part)), params, _observation))
 
         def found() -> tuple[dict[str, str | None], list[Observation]]:
-            published = {str(p): d for rows in digests for p, r, d in rows() if revisions.get(p) == r}
+            published = {str(p): d for rows in digests for p, d in rows()}
             return published, [o for rows in seen for o in rows()]
 
         return found
