@@ -20,6 +20,8 @@ SQLite `together` changes nothing. If the block raises, what it held is dropped:
 caller's transaction or savepoint is rolled back.
 
 `in_list(name, n)` spells `IN (...)` with `n` numbered placeholders (`:name_0, ...`).
+`Raw.keyed(sql, keys, n)` restricts a read to `n` exact keys so that PostgreSQL looks each one
+up in the index whatever its statistics say (see `_keyed`).
 """
 
 from __future__ import annotations
@@ -54,6 +56,15 @@ class Raw:
         self._conn = conn
         self._pg = conn.dialect.name == "postgresql"
         self._driver: Any = None
+
+    @property
+    def pg(self) -> bool:
+        return self._pg
+
+    def keyed(self, sql: str, keys: tuple[tuple[str, str], ...], n: int) -> str:
+        """`sql`, a SELECT whose WHERE ends in `AND `, restricted to `n` keys: key `i` is
+        `column = :name_i` for each `(column, name)` of `keys` (`in_params(name, ...)`)."""
+        return _keyed(sql, keys, n, self._pg)
 
     def _connection(self) -> Any:
         if self._driver is None:
@@ -170,6 +181,27 @@ def _combined(sqls: tuple[str, ...]) -> str:
 def _pyformat(sql: str) -> str:
     """`:name` → `%(name)s` for psycopg (a literal `%` doubled)."""
     return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+@functools.lru_cache(maxsize=256)
+def _keyed(sql: str, keys: tuple[tuple[str, str], ...], n: int, pg: bool) -> str:
+    """SQLite: `... AND column IN (...)` (or `(c1, c2) IN (VALUES ...)`), which its planner
+    answers from the index. PostgreSQL: the keys as a `VALUES` list, each one joined `LATERAL`
+    to `sql` with `column = key`; `OFFSET 0` keeps the subquery from being flattened, so
+    every key is one index lookup on the whole key. The `IN` form was planned, in a generic
+    plan cached while the table was new and small, as a scan of the project's rows with
+    the list as a filter: a completion read all of its project's artifacts, and kept doing
+    so as the table grew (measured: docs/benchmarks.md)."""
+    if not pg:
+        names = ", ".join(column for column, _ in keys)
+        if len(keys) == 1:
+            return sql + f"{names} IN " + in_list(keys[0][1], n)
+        rows = ", ".join("(" + ", ".join(f":{name}_{i}" for _, name in keys) + ")" for i in range(n))
+        return sql + f"({names}) IN (VALUES {rows})"
+    rows = ", ".join("(" + ", ".join(f":{name}_{i}" for _, name in keys) + ")" for i in range(n))
+    slots = ", ".join(f"k{j}" for j in range(len(keys)))
+    match = " AND ".join(f"{column} = k.k{j}" for j, (column, _) in enumerate(keys))
+    return f"SELECT r.* FROM (VALUES {rows}) AS k({slots}) CROSS JOIN LATERAL ({sql}{match} OFFSET 0) AS r"
 
 
 @functools.lru_cache(maxsize=512)

@@ -43,7 +43,7 @@ _PUT_BLOB = (
     " ON CONFLICT (digest) DO UPDATE SET created_at = excluded.created_at"
 )
 _BLOBS_HELD = "SELECT 0, digest FROM blobs WHERE digest IN "
-_BLOB_REFS_HELD = "SELECT 1, digest FROM blob_refs WHERE project_id = :p AND digest IN "
+_BLOB_REFS_HELD = "SELECT 1, digest FROM blob_refs WHERE project_id = :p AND "
 _INSERT_CANDIDATE = (
     "INSERT INTO candidates (id, project_id, task_id, attempt_id, manifest, digest, dependency_digest,"
     " created_at) VALUES (:id, :p, :task, :attempt, :manifest, :d, :dd, :at)"
@@ -56,18 +56,16 @@ _CANDIDATES_OF_TASK = _CANDIDATES_OF % "task_id"
 _CANDIDATES_OF_ATTEMPT = _CANDIDATES_OF % "attempt_id"
 
 # The completion's statements (prepared SQL, see `_raw`): each handles every path at once.
-_DECLARED_FILES = "SELECT 0, path, revision FROM artifacts WHERE project_id = :p AND path IN "
-_DECLARED_DIRS = "SELECT 1, prefix, revision FROM collections WHERE project_id = :p AND prefix IN "
+_DECLARED_FILES = "SELECT 0, path, revision FROM artifacts WHERE project_id = :p AND "
+_DECLARED_DIRS = "SELECT 1, prefix, revision FROM collections WHERE project_id = :p AND "
 _CHUNK = 400  # rows per multi-row statement: well inside both back-ends' parameter limits
 
 # What a task view asks of a completion's revisions: the digest each revision published, and
 # the deployments observed since the commit.
-_REVISION_DIGESTS = (
-    "SELECT path, digest FROM artifact_revisions WHERE project_id = :p AND (path, revision) IN "
-)
+_REVISION_DIGESTS = "SELECT path, digest FROM artifact_revisions WHERE project_id = :p AND "
 _DEPLOYED_SINCE = (
     f"SELECT {columns(s.observations, 'o')} FROM observations o WHERE o.project_id = :p"
-    " AND o.kind = 'deployed' AND o.observed_at >= :at AND o.target IN "
+    " AND o.kind = 'deployed' AND o.observed_at >= :at AND "
 )
 
 
@@ -164,7 +162,7 @@ class ContentRepo:
             part = wanted[i : i + _CHUNK]
             parts = [_BLOBS_HELD + in_list("b", len(part))]
             if project_id is not None:
-                parts.append(_BLOB_REFS_HELD + in_list("b", len(part)))
+                parts.append(self._raw.keyed(_BLOB_REFS_HELD, (("digest", "b"),), len(part)))
             params: dict[str, Any] = {"p": project_id} | in_params("b", part)
             for kind, digest in self._raw.all(" UNION ALL ".join(parts), params):
                 held[int(kind)].add(str(digest))
@@ -377,8 +375,8 @@ class ContentRepo:
         return revisions
 
     def _declared(self, project_id: str, files: list[str], dirs: list[str]) -> Rows:
-        parts = [_DECLARED_FILES + in_list("f", len(files))] if files else []
-        parts += [_DECLARED_DIRS + in_list("d", len(dirs))] if dirs else []
+        parts = [self._raw.keyed(_DECLARED_FILES, (("path", "f"),), len(files))] if files else []
+        parts += [self._raw.keyed(_DECLARED_DIRS, (("prefix", "d"),), len(dirs))] if dirs else []
         if not parts:
             return list
         params = {"p": project_id} | in_params("f", files) | in_params("d", dirs)
@@ -433,11 +431,12 @@ class ContentRepo:
         digests, seen = [], []
         for i in range(0, len(paths), _CHUNK):
             part = paths[i : i + _CHUNK]
-            pairs = "(" + ", ".join(f"(:f_{n}, :r_{n})" for n in range(len(part))) + ")"
+            pairs = self._raw.keyed(_REVISION_DIGESTS, (("path", "f"), ("revision", "r")), len(part))
             keys = {"p": project_id} | in_params("f", part) | in_params("r", (revisions[p] for p in part))
-            digests.append(self._raw.later(_REVISION_DIGESTS + pairs, keys))
+            digests.append(self._raw.later(pairs, keys))
             params = {"p": project_id, "at": since} | in_params("t", part)
-            seen.append(self._raw.later_as(_DEPLOYED_SINCE + in_list("t", len(part)), params, _observation))
+            deployed = self._raw.keyed(_DEPLOYED_SINCE, (("o.target", "t"),), len(part))
+            seen.append(self._raw.later_as(deployed, params, _observation))
 
         def found() -> tuple[dict[str, str | None], list[Observation]]:
             published = {str(p): d for rows in digests for p, d in rows()}

@@ -33,15 +33,23 @@ _INSERT_COMPLETION = insert(s.completions)
 _WIDTHS = (len(s.tasks.c), len(s.attempts.c), len(s.candidates.c), len(s.completions.c))
 # The task, the named attempt if it is the task's, the named candidate if it is in the task's
 # project, and the completion already made under this request id in the project: one read.
+# On PostgreSQL the prior completion is a LATERAL subquery (`OFFSET 0`: not flattened), so
+# it is found on its whole unique key; as a plain join, a generic plan cached while the table
+# was new and small scanned the project's completions for the request id (see `_raw._keyed`).
 _SUBJECTS = f"""
 SELECT {columns(s.tasks, "t")}, {columns(s.attempts, "a")}, {columns(s.candidates, "c")},
        {columns(s.completions, "p")}
   FROM tasks t
   LEFT JOIN attempts a ON a.id = :a AND a.task_id = t.id
   LEFT JOIN candidates c ON c.id = :c AND c.project_id = t.project_id
-  LEFT JOIN completions p ON p.project_id = t.project_id AND p.request_id = :r
+  LEFT JOIN %s
  WHERE t.id = :t
 """
+_SUBJECTS_SQLITE = _SUBJECTS % "completions p ON p.project_id = t.project_id AND p.request_id = :r"
+_SUBJECTS_PG = _SUBJECTS % (
+    "LATERAL (SELECT * FROM completions p WHERE p.project_id = t.project_id"
+    " AND p.request_id = :r OFFSET 0) p ON true"
+)
 _INSERT_COMPLETION_SQL = (
     "INSERT INTO completions (id, project_id, task_id, attempt_id, candidate_id, request_id,"
     " request_digest, principal_id, commit_version, receipt, signature, created_at) VALUES"
@@ -99,7 +107,8 @@ class WorkRepo:
     # the completion transaction
     def subjects(self, task_id: str, attempt_id: str, candidate_id: str, request_id: str) -> Subjects | None:
         """Task, attempt, candidate and any prior completion of the request id: one read."""
-        row = self._raw.one(_SUBJECTS, {"t": task_id, "a": attempt_id, "c": candidate_id, "r": request_id})
+        sql = _SUBJECTS_PG if self._raw.pg else _SUBJECTS_SQLITE
+        row = self._raw.one(sql, {"t": task_id, "a": attempt_id, "c": candidate_id, "r": request_id})
         if row is None:
             return None
         t, a, c, _ = _WIDTHS
