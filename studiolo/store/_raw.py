@@ -61,9 +61,9 @@ class Raw:
     def pg(self) -> bool:
         return self._pg
 
-    def keyed(self, sql: str, keys: tuple[tuple[str, str], ...], n: int) -> str:
+    def keyed(self, sql: str, keys: tuple[tuple[str, str, str], ...], n: int) -> str:
         """`sql`, a SELECT whose WHERE ends in `AND `, restricted to `n` keys: key `i` is
-        `column = :name_i` for each `(column, name)` of `keys` (`in_params(name, ...)`)."""
+        `column = :name_i` for each `(column, name, sql type)` of `keys` (`in_params(name, ...)`)."""
         return _keyed(sql, keys, n, self._pg)
 
     def _connection(self) -> Any:
@@ -184,7 +184,7 @@ def _pyformat(sql: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _keyed(sql: str, keys: tuple[tuple[str, str], ...], n: int, pg: bool) -> str:
+def _keyed(sql: str, keys: tuple[tuple[str, str, str], ...], n: int, pg: bool) -> str:
     """SQLite: `... AND column IN (...)` (or `(c1, c2) IN (VALUES ...)`), which its planner
     answers from the index. PostgreSQL: the keys as a `VALUES` list, each one joined `LATERAL`
     to `sql` with `column = key`; `OFFSET 0` keeps the subquery from being flattened, so
@@ -193,14 +193,14 @@ def _keyed(sql: str, keys: tuple[tuple[str, str], ...], n: int, pg: bool) -> str
     the list as a filter: a completion read all of its project's artifacts, and kept doing
     so as the table grew (measured: docs/benchmarks.md)."""
     if not pg:
-        names = ", ".join(column for column, _ in keys)
+        names = ", ".join(column for column, _, _ in keys)
         if len(keys) == 1:
             return sql + f"{names} IN " + in_list(keys[0][1], n)
-        rows = ", ".join("(" + ", ".join(f":{name}_{i}" for _, name in keys) + ")" for i in range(n))
+        rows = ", ".join("(" + ", ".join(f":{name}_{i}" for _, name, _ in keys) + ")" for i in range(n))
         return sql + f"({names}) IN (VALUES {rows})"
-    rows = ", ".join("(" + ", ".join(f":{name}_{i}" for _, name in keys) + ")" for i in range(n))
+    rows = ", ".join("(" + ", ".join(f":{name}_{i}" for _, name, _ in keys) + ")" for i in range(n))
     slots = ", ".join(f"k{j}" for j in range(len(keys)))
-    match = " AND ".join(f"{column} = k.k{j}" for j, (column, _) in enumerate(keys))
+    match = " AND ".join(f"{column} = CAST(k.k{j} AS {kind})" for j, (column, _, kind) in enumerate(keys))
     return f"SELECT r.* FROM (VALUES {rows}) AS k({slots}) CROSS JOIN LATERAL ({sql}{match} OFFSET 0) AS r"
 
 

@@ -162,7 +162,7 @@ class ContentRepo:
             part = wanted[i : i + _CHUNK]
             parts = [_BLOBS_HELD + in_list("b", len(part))]
             if project_id is not None:
-                parts.append(self._raw.keyed(_BLOB_REFS_HELD, (("digest", "b"),), len(part)))
+                parts.append(self._raw.keyed(_BLOB_REFS_HELD, (("digest", "b", "text"),), len(part)))
             params: dict[str, Any] = {"p": project_id} | in_params("b", part)
             for kind, digest in self._raw.all(" UNION ALL ".join(parts), params):
                 held[int(kind)].add(str(digest))
@@ -375,8 +375,8 @@ class ContentRepo:
         return revisions
 
     def _declared(self, project_id: str, files: list[str], dirs: list[str]) -> Rows:
-        parts = [self._raw.keyed(_DECLARED_FILES, (("path", "f"),), len(files))] if files else []
-        parts += [self._raw.keyed(_DECLARED_DIRS, (("prefix", "d"),), len(dirs))] if dirs else []
+        parts = [self._raw.keyed(_DECLARED_FILES, (("path", "f", "text"),), len(files))] if files else []
+        parts += [self._raw.keyed(_DECLARED_DIRS, (("prefix", "d", "text"),), len(dirs))] if dirs else []
         if not parts:
             return list
         params = {"p": project_id} | in_params("f", files) | in_params("d", dirs)
@@ -431,11 +431,13 @@ class ContentRepo:
         digests, seen = [], []
         for i in range(0, len(paths), _CHUNK):
             part = paths[i : i + _CHUNK]
-            pairs = self._raw.keyed(_REVISION_DIGESTS, (("path", "f"), ("revision", "r")), len(part))
+            pairs = self._raw.keyed(
+                _REVISION_DIGESTS, (("path", "f", "text"), ("revision", "r", "bigint")), len(part)
+            )
             keys = {"p": project_id} | in_params("f", part) | in_params("r", (revisions[p] for p in part))
             digests.append(self._raw.later(pairs, keys))
             params = {"p": project_id, "at": since} | in_params("t", part)
-            deployed = self._raw.keyed(_DEPLOYED_SINCE, (("o.target", "t"),), len(part))
+            deployed = self._raw.keyed(_DEPLOYED_SINCE, (("o.target", "t", "text"),), len(part))
             seen.append(self._raw.later_as(deployed, params, _observation))
 
         def found() -> tuple[dict[str, str | None], list[Observation]]:
