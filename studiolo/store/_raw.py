@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Table
 
-__all__ = ["PIPELINE", "Raw", "Rows", "columns", "flush_held", "in_list", "in_params"]
+__all__ = ["PIPELINE", "Raw", "Rows", "columns", "driver_sql", "flush_held", "in_list", "in_params"]
 
 Rows = Callable[[], list[Sequence[Any]]]  # a read's rows, fetched when called
 T = TypeVar("T")
@@ -175,6 +175,12 @@ def _combined(sqls: tuple[str, ...]) -> str:
     """Several writes as one PostgreSQL statement, each one's `:name` renamed `:w<i>_name`."""
     parts = (f"w{i} AS (" + _NAMED.sub(f":w{i}_" + r"\1", sql) + ")" for i, sql in enumerate(sqls))
     return _pyformat("WITH " + ", ".join(parts) + " SELECT 1")
+
+
+def driver_sql(sql: str, pg: bool) -> str:
+    """`sql` in the driver's placeholder style, for a statement run on a bare DB-API
+    connection (`Store.glance`): `%(name)s` for psycopg, `:name` as written for sqlite3."""
+    return _pyformat(sql) if pg else sql
 
 
 @functools.lru_cache(maxsize=512)

@@ -456,10 +456,14 @@ class Store:
         if found is None:
             found = self.glance(lambda driver: locate_project(driver, self.is_sqlite, kind, ident))
             if found is not None:
-                if len(self._projects) >= 100_000:
-                    self._projects.clear()
-                self._projects[key] = found
+                self.located(kind, ident, found)
         return found
+
+    def located(self, kind: str, ident: str, project_id: str) -> None:
+        """Remember the project of a row read elsewhere (what `project_of` would find)."""
+        if len(self._projects) >= 100_000:
+            self._projects.clear()
+        self._projects[(kind, ident)] = project_id
 
     def auth_generation(self) -> tuple[str, str]:
         """`AccessRepo.auth_generation` (what an authentication cache entry is valid for), now,

@@ -21,7 +21,7 @@ from studiolo.core.model import (
 )
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw, columns, in_list, in_params
+from studiolo.store._raw import Raw, columns, driver_sql, in_list, in_params
 from studiolo.store.content import candidate_of
 
 __all__ = ["Subjects", "WorkRepo"]
@@ -43,6 +43,12 @@ SELECT {columns(s.tasks, "t")}, {columns(s.attempts, "a")}, {columns(s.candidate
   LEFT JOIN attempts a ON a.id = :a AND a.task_id = t.id
   LEFT JOIN candidates c ON c.id = :c AND c.project_id = t.project_id
   LEFT JOIN %s
+ WHERE t.id = :t
+"""
+# A task and a candidate of its project, read before the completion takes the gate.
+_TASK_AND_CANDIDATE = f"""
+SELECT {columns(s.tasks, "t")}, {columns(s.candidates, "c")}
+  FROM tasks t LEFT JOIN candidates c ON c.id = :c AND c.project_id = t.project_id
  WHERE t.id = :t
 """
 _SUBJECTS_SQLITE = _SUBJECTS % "completions p ON p.project_id = t.project_id AND p.request_id = :r"
@@ -107,18 +113,30 @@ class WorkRepo:
     # the completion transaction
     def subjects(self, task_id: str, attempt_id: str, candidate_id: str, request_id: str) -> Subjects | None:
         """Task, attempt, candidate and any prior completion of the request id: one read."""
+        return self.subjects_later(task_id, attempt_id, candidate_id, request_id)()
+
+    def subjects_later(
+        self, task_id: str, attempt_id: str, candidate_id: str, request_id: str
+    ) -> Callable[[], Subjects | None]:
+        """`subjects(...)`, its read sent now and answered when called (`Raw.later`)."""
         sql = _SUBJECTS_PG if self._raw.pg else _SUBJECTS_SQLITE
-        row = self._raw.one(sql, {"t": task_id, "a": attempt_id, "c": candidate_id, "r": request_id})
-        if row is None:
-            return None
-        t, a, c, _ = _WIDTHS
-        attempt, cand, prior = row[t : t + a], row[t + a : t + a + c], row[t + a + c :]
-        return Subjects(
-            task=_task(row[:t]),
-            attempt=_attempt(attempt) if attempt[0] is not None else None,
-            candidate=candidate_of(cand) if cand[0] is not None else None,
-            prior=_completion(prior) if prior[0] is not None else None,
-        )
+        rows = self._raw.later(sql, {"t": task_id, "a": attempt_id, "c": candidate_id, "r": request_id})
+
+        def subjects() -> Subjects | None:
+            found = rows()
+            if not found:
+                return None
+            row = found[0]
+            t, a, c, _ = _WIDTHS
+            attempt, cand, prior = row[t : t + a], row[t + a : t + a + c], row[t + a + c :]
+            return Subjects(
+                task=_task(row[:t]),
+                attempt=_attempt(attempt) if attempt[0] is not None else None,
+                candidate=candidate_of(cand) if cand[0] is not None else None,
+                prior=_completion(prior) if prior[0] is not None else None,
+            )
+
+        return subjects
 
     def finish(self, project_id: str, c: Completion) -> None:
         """Record the completion and close its attempt and task (status `completed`)."""
@@ -355,6 +373,18 @@ def _update_sql(table: str, allowed: frozenset[str], names: tuple[str, ...]) -> 
     if unknown or not names:
         raise ValueError(f"not updatable columns of {table}: {sorted(unknown) or 'none given'}")
     return f"UPDATE {table} SET " + ", ".join(f"{n} = :{n}" for n in names) + " WHERE id = :_id"
+
+
+def task_and_candidate(
+    driver: Any, pg: bool, task_id: str, candidate_id: str
+) -> tuple[Task, Candidate | None] | None:
+    """The task and the candidate (if it is in the task's project), read on a bare DB-API
+    connection outside any transaction (`Store.glance`): one statement, one snapshot."""
+    row = driver.execute(driver_sql(_TASK_AND_CANDIDATE, pg), {"t": task_id, "c": candidate_id}).fetchone()
+    if row is None:
+        return None
+    width = _WIDTHS[0]
+    return _task(row[:width]), candidate_of(row[width:]) if row[width] is not None else None
 
 
 def _task(row: Sequence[Any]) -> Task:
