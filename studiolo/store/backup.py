@@ -157,6 +157,10 @@ def restore(store: Store, path: Path) -> RestoreInfo:
             raise BackupError("the rows read differ from the trailer's counts")
         migrations.upgrade(conn, "head")
         _restart_sequence(conn)
+        if conn.dialect.name == "postgresql":
+            # A bulk load: let the planner see the tables' real sizes now, not when autovacuum
+            # next looks (plans made on the tables as they were empty scan a project's rows).
+            conn.exec_driver_sql("ANALYZE")
         return _new_incarnation(store, conn, header, previous, loaded)
 
 
