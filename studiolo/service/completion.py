@@ -206,9 +206,16 @@ class CompletionOps(Door):
         # A candidate of another attempt is `candidate_not_bound`; never gather its receipts.
         bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
         trust = receipt_facts_later(tx, task, bound, q.evidence)
-        revisions = tx.content.declared_revisions_later(task.project_id, paths, prefixes)
-        moving = tx.content.declared_revisions_later(task.project_id, bound.files if bound else (), ())
-        return lambda: (trust(), revisions(), moving()[0])
+        published = sorted(set(bound.files)) if bound else []
+        # The declared paths and those the candidate publishes: one statement.
+        revisions = tx.content.declared_revisions_later(task.project_id, paths | set(published), prefixes)
+
+        def gathered() -> _Gathered:
+            files, dirs = revisions()
+            declared = {p: files[p] for p in sorted(paths)}
+            return trust(), (declared, dirs), {p: files[p] for p in published}
+
+        return gathered
 
     def _publish(
         self,
