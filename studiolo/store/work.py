@@ -24,7 +24,7 @@ from studiolo.store._json import dumps, loads
 from studiolo.store._raw import Raw, columns, driver_sql, in_list, in_params
 from studiolo.store.content import candidate_of
 
-__all__ = ["Subjects", "WorkRepo"]
+__all__ = ["Subjects", "WorkRepo", "task_and_candidate"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 _INSERT_COMPLETION = insert(s.completions)
