@@ -35,8 +35,10 @@ _Gathered = tuple[ReceiptFacts, tuple[dict[str, int], dict[str, int]], dict[str,
 _Ahead = tuple[Task, Candidate | None]  # read before the gate (`CompletionOps._ahead`)
 
 
-def _same(ahead: _Ahead, found: Subjects) -> bool:
-    """Whether the reads sent from `ahead` are those `found` calls for."""
+def _same(ahead: _Ahead | None, found: Subjects) -> bool:
+    """Whether the reads sent from `ahead` (if any) are those `found` calls for."""
+    if ahead is None:
+        return False
     task, cand = ahead
     return (
         task.project_id == found.task.project_id
@@ -123,7 +125,7 @@ class CompletionOps(Door):
         gathered: Callable[[], _Gathered] | None = None
         grants: tuple[Grant, ...] = ()
         if found is not None:
-            if early is None or ahead is None or not _same(ahead, found):
+            if early is None or not _same(ahead, found):
                 early = self._reads(tx, caller, q, found.task, found.candidate)
             grants, gathered = tuple(early[0]()), early[1]
         readable = caller.is_service_admin or any(g.allows(Action.READ) for g in grants)

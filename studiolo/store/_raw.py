@@ -198,13 +198,11 @@ def _keyed(sql: str, keys: tuple[tuple[str, str, str], ...], n: int, pg: bool) -
     plan cached while the table was new and small, as a scan of the project's rows with
     the list as a filter: a completion read all of its project's artifacts, and kept doing
     so as the table grew (measured: docs/benchmarks.md)."""
-    if not pg:
-        names = ", ".join(column for column, _, _ in keys)
-        if len(keys) == 1:
-            return sql + f"{names} IN " + in_list(keys[0][1], n)
-        rows = ", ".join("(" + ", ".join(f":{name}_{i}" for _, name, _ in keys) + ")" for i in range(n))
-        return sql + f"({names}) IN (VALUES {rows})"
+    if not pg and len(keys) == 1:
+        return sql + f"{keys[0][0]} IN " + in_list(keys[0][1], n)
     rows = ", ".join("(" + ", ".join(f":{name}_{i}" for _, name, _ in keys) + ")" for i in range(n))
+    if not pg:
+        return sql + "(" + ", ".join(column for column, _, _ in keys) + f") IN (VALUES {rows})"
     slots = ", ".join(f"k{j}" for j in range(len(keys)))
     match = " AND ".join(f"{column} = CAST(k.k{j} AS {kind})" for j, (column, _, kind) in enumerate(keys))
     return f"SELECT r.* FROM (VALUES {rows}) AS k({slots}) CROSS JOIN LATERAL ({sql}{match} OFFSET 0) AS r"
