@@ -66,6 +66,7 @@ tokens = Table(
     Column("token_hash", String(80), nullable=False, unique=True),
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float, nullable=True),
+    Index("ix_tokens_principal", "principal_id"),  # a rotation or revocation finds the principal's tokens
 )
 
 grants = Table(
@@ -79,6 +80,7 @@ grants = Table(
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float, nullable=True),
     Index("ix_grants_principal", "principal_id"),
+    Index("ix_grants_project", "project_id", "created_at"),  # a project's grants, in order
 )
 
 policies = Table(
@@ -193,6 +195,7 @@ candidates = Table(
     Column("dependency_digest", String(80), nullable=False),
     Column("created_at", Float, nullable=False),
     Index("ix_candidates_attempt", "attempt_id"),
+    Index("ix_candidates_task", "task_id", "created_at", "id"),  # a task view's candidates and their receipts
 )
 
 receipts = Table(
