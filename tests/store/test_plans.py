@@ -1,4 +1,4 @@
-"""PostgreSQL plans of the multi-key reads: each key is one index lookup on its whole key,
+"""PostgreSQL plans of the hot reads: each key is one index lookup on its whole key,
 even in a generic plan made while the tables are empty.
 
 psycopg prepares a statement after a few executions and PostgreSQL then keeps a generic plan
@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from studiolo.store import Store, content, work
+from studiolo.store import Store, content, evidence, work
 from studiolo.store._raw import _keyed
 
 pytestmark = pytest.mark.postgres
@@ -118,3 +118,13 @@ def test_the_prior_completion_is_found_on_its_whole_key(conn: psycopg.Connection
     joined = _generic_plan(conn, work._SUBJECTS_SQLITE)  # the plain join, kept for SQLite
     whole = re.compile(r"Index Cond:.*\bproject_id\b.*\brequest_id\b")
     assert not any(whole.search(line) for line in joined.splitlines()), joined
+
+
+def test_a_tasks_candidates_and_receipts_are_looked_up_by_task(
+    conn: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    """Every task view reads them: without `ix_candidates_task` both scanned the ledger's tables."""
+    _assert_looked_up(_generic_plan(conn, content._CANDIDATES_OF_TASK), "candidates", ("task_id",))
+    plan = _generic_plan(conn, evidence._RECEIPTS_OF_TASK)
+    _assert_looked_up(plan, "candidates", ("task_id",))
+    _assert_looked_up(plan, "receipts", ("candidate_id",))
