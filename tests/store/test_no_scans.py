@@ -87,7 +87,17 @@ def _traffic(world: World) -> None:
             admin.policies()
             admin.checkers()
             agent.me()
+            handed = new_task(admin, f"handed over {i}")
+            held = agent.claim(handed.id)
+            agent.handoff(held.id, notes="over to you")
+            agent.handoff_view(handed.id)
+            admin.migrate(handed.id, criteria={"tests": "unit@1"})
+            ver.candidate_tree(cand.id)
+            agent.events(after=3)
+            extra = admin.grant(world.human.id, ["read"], ["docs/**"])
+            admin.revoke_grant(extra.id)
         admin.rotate_token(world.agent2.id)  # revokes the principal's earlier tokens
+        admin.revoke_tokens(world.agent2.id)
 
 
 def _scanned_tables(plan: list[tuple[Any, ...]], statement: str) -> set[str]:
