@@ -35,7 +35,7 @@ import httpx  # noqa: E402
 from studiolo.core.model import Contract, Criterion, Task  # noqa: E402
 from studiolo.demo import DemoProject, setup_project  # noqa: E402
 from studiolo.faces.http.server import free_port  # noqa: E402
-from studiolo.faces.web.pages import PAGE_SIZE  # noqa: E402
+from studiolo.faces.web.listing import PAGE_SIZE  # noqa: E402
 from studiolo.keys import sign  # noqa: E402
 from studiolo.service import CandidateDraft, Coordinator, make_request  # noqa: E402
 from studiolo.settings import Settings  # noqa: E402

@@ -5,27 +5,28 @@ read transaction, authorized like the API's reads."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.core.facts import Fact
-from studiolo.core.model import Action, Event, Principal, TaskStatus
+from studiolo.core.model import Action, Event, Observation, Principal, Project, Task, TaskStatus
+from studiolo.core.remote import RemoteDelegation, RemoteState
+from studiolo.service.overview import (
+    Attention,
+    ListFilter,
+    Tally,
+    TaskRow,
+    attention_of,
+    fact_without_view,
+    needs_view,
+    tally,
+)
 from studiolo.service.views import AuditReport, HandoffView, TaskView, ViewOps
 from studiolo.store import Tx
 
-__all__ = ["DashboardOps", "TaskListPage", "TaskPage"]
+__all__ = ["DashboardOps", "DelegationsPage", "ProjectSummary", "TaskListPage", "TaskPage"]
 
-# The statuses a task with a given fact can have: narrows the scan of a fact filter.
-_FACT_STATUSES: Mapping[Fact, tuple[TaskStatus, ...]] = {
-    Fact.OPEN: (TaskStatus.OPEN, TaskStatus.CLAIMED),
-    Fact.CLAIMED: (TaskStatus.CLAIMED,),
-    Fact.CANDIDATE_PREPARED: (TaskStatus.CLAIMED,),
-    Fact.VERIFIED: (TaskStatus.CLAIMED,),
-    Fact.ACCEPTED: (TaskStatus.COMPLETED,),
-    Fact.DEPLOYED: (TaskStatus.COMPLETED,),
-    Fact.CANCELLED: (TaskStatus.CANCELLED,),
-}
-_SCAN_BATCH = 500
+_SCAN_BATCH = 2000
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class TaskListPage:
     views: tuple[TaskView, ...]  # list rows: their `rejections` are not read (empty)
     has_more: bool
     now: float  # the authority clock, for lease countdowns
+    tally: Tally = field(default_factory=Tally)  # counts over the tasks the search matches
+    selected: int = 0  # how many tasks every filter selects (the pages hold them all)
+    attention: Mapping[str, tuple[Attention, ...]] = field(default_factory=dict)  # of the listed tasks
+    project_seq: int = 0  # the project's latest event: a live list re-renders when it moves
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,22 @@ class TaskPage:
     handoff: HandoffView | None
     now: float
     project_seq: int  # the project's latest event: a live page re-renders when it moves
+    delegations: tuple[RemoteDelegation, ...] = ()  # the task's delegations to remote agents
+    deployments: tuple[Observation, ...] = ()  # `deployed` observations of what it published
+    attention: tuple[Attention, ...] = ()
+
+
+@dataclass(frozen=True)
+class DelegationsPage:
+    delegations: tuple[RemoteDelegation, ...]
+    titles: Mapping[str, str]  # task id → title
+    orgs: Mapping[str, str]  # organisation id → name
+
+
+@dataclass(frozen=True)
+class ProjectSummary:
+    project: Project
+    statuses: Mapping[str, int]  # task status → count
 
 
 class DashboardOps(ViewOps):
@@ -52,46 +73,59 @@ class DashboardOps(ViewOps):
         *,
         status: str | None = None,
         fact: str | None = None,
+        attention: str | None = None,
+        query: str = "",
+        policy_version: int | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> TaskListPage:
-        """A page of tasks with their strongest established fact; `fact` filters on it."""
-        wanted_status = _status(status)
-        wanted_fact = _fact(fact)
+        """A page of tasks with their strongest established fact and what needs attention;
+        filtered by status, fact, attention (`any`: any at all) and a search of title or id,
+        with counts per fact and attention over the tasks the search matches."""
+        wanted = _filter(status, fact, attention, query, policy_version)
         if not 1 <= limit <= 500 or offset < 0:
             raise InvalidRequest("limit is 1..500 and offset ≥ 0")
 
         def run(tx: Tx) -> TaskListPage:
             self.require_project(tx, caller, project_id)
             self.require(tx, caller, project_id, Action.READ)
-            if wanted_fact is None:
-                tasks = tx.work.tasks(project_id, wanted_status, limit + 1, offset)  # +1: is there more?
-                listed = self._views(tx, tasks[:limit], rejections=False)
-                views = [self._confined(tx, caller, v) for v in listed]
-                more = len(tasks) > limit
-            else:
-                found = self._scan_fact(tx, project_id, wanted_status, wanted_fact, limit + 1 + offset)
-                views = [self._confined(tx, caller, v) for v in found[offset : offset + limit]]
-                more = len(found) > offset + limit
-            return TaskListPage(tuple(views), more, tx.now)
+            rows = self._rows(tx, project_id, wanted)
+            selected = [r for r in rows if wanted.selects(r)]
+            shown = selected[offset : offset + limit]
+            listed = self._views(tx, [r.task for r in shown], rejections=False)
+            views = tuple(self._confined(tx, caller, v) for v in listed)
+            marks = {r.task.id: r.attention for r in shown}
+            more = len(selected) > offset + limit
+            seq = _latest_seq(tx, project_id)
+            return TaskListPage(views, more, tx.now, tally(rows), len(selected), marks, seq)
 
         return self.store.read(run, batched=True)
 
-    def _scan_fact(
-        self, tx: Tx, project_id: str, status: TaskStatus | None, fact: Fact, want: int
-    ) -> list[TaskView]:
-        found: list[TaskView] = []
-        for st in _FACT_STATUSES[fact]:
-            if status is not None and st is not status:
-                continue
-            offset = 0
-            while len(found) < want:
-                batch = tx.work.tasks(project_id, st, _SCAN_BATCH, offset)
-                found.extend(v for v in self._views(tx, batch, rejections=False) if v.fact is fact)
-                if len(batch) < _SCAN_BATCH:
-                    break
-                offset += _SCAN_BATCH
-        return sorted(found, key=lambda v: (v.task.created_at, v.task.id))[:want]
+    def _rows(self, tx: Tx, project_id: str, wanted: ListFilter) -> list[TaskRow]:
+        """Every task the search matches, with its fact and attention, in creation order; a
+        view is read only for the tasks whose status does not decide their fact."""
+        tasks = [t for t in self._all_tasks(tx, project_id) if wanted.searched(t)]
+        heavy = [t for t in tasks if needs_view(t)]
+        waiting = {d.task_id for d in tx.remote.delegations(project_id, [RemoteState.INDETERMINATE])}
+        views = {v.task.id: v for v in self._views(tx, heavy)} if heavy else {}
+        rows = []
+        for t in tasks:
+            v = views.get(t.id)
+            if v is None:
+                marks = (Attention.INDETERMINATE,) if t.id in waiting else ()
+                rows.append(TaskRow(t, fact_without_view(t), marks))
+            else:
+                rows.append(TaskRow(t, v.fact, attention_of(v, tx.now, tx.incarnation, t.id in waiting)))
+        return rows
+
+    @staticmethod
+    def _all_tasks(tx: Tx, project_id: str) -> list[Task]:
+        found: list[Task] = []
+        while True:
+            batch = tx.work.tasks(project_id, None, _SCAN_BATCH, len(found))
+            found.extend(batch)
+            if len(batch) < _SCAN_BATCH:
+                return found
 
     def task_page(self, caller: Principal, task_id: str, timeline_limit: int = 500) -> TaskPage:
         """A task's view, its audit timeline (the latest `timeline_limit` events) and handoff."""
@@ -103,11 +137,49 @@ class DashboardOps(ViewOps):
             found = tx.audit.events_about(view.task.project_id, subjects, timeline_limit)
             timeline = self.readable_events(tx, caller, view.task.project_id, found)
             handoff = self._handoff_of(tx, view)
-            latest = tx.audit.latest(view.task.project_id, 1)
-            seq = latest[-1].seq if latest else 0
-            return TaskPage(view, tuple(timeline), handoff, tx.now, seq)
+            project = view.task.project_id
+            delegations = tuple(tx.remote.delegations(project, None, task_id=view.task.id))
+            waiting = any(d.state is RemoteState.INDETERMINATE for d in delegations)
+            marks = attention_of(view, tx.now, tx.incarnation, waiting)
+            seq = _latest_seq(tx, project)
+            deployed = self._deployments(tx, view)
+            return TaskPage(view, tuple(timeline), handoff, tx.now, seq, delegations, deployed, marks)
 
         return self.store.read(run, batched=True)
+
+    @staticmethod
+    def _deployments(tx: Tx, view: TaskView) -> tuple[Observation, ...]:
+        """The `deployed` observations of the paths the completion published, made since."""
+        c = view.completion
+        if c is None or not c.revisions:
+            return ()
+        _digests, seen = tx.content.deployments_later(view.task.project_id, c.revisions, c.created_at)()
+        return tuple(sorted(seen, key=lambda o: (o.observed_at, o.id)))
+
+    def delegations_page(self, caller: Principal, project_id: str) -> DelegationsPage:
+        """The project's delegations with their tasks' titles and organisations' names."""
+
+        def run(tx: Tx) -> DelegationsPage:
+            self._require_reader(tx, caller, project_id)
+            every = tuple(tx.remote.delegations(project_id))
+            titles = {}
+            for task_id in {d.task_id for d in every}:
+                task = tx.work.task(task_id)
+                if task is not None:
+                    titles[task_id] = task.title
+            orgs = {o.id: o.name for o in tx.remote.orgs(project_id)}
+            return DelegationsPage(every, titles, orgs)
+
+        return self.store.read(run)
+
+    def project_summaries(self, caller: Principal) -> list[ProjectSummary]:
+        """The projects the caller can see, each with its tasks counted by status."""
+
+        def run(tx: Tx) -> list[ProjectSummary]:
+            seen = [p for p in tx.access.projects() if self.sees_project(tx, caller, p.id)]
+            return [ProjectSummary(p, tx.work.count_by_status(p.id)) for p in seen]
+
+        return self.store.read(run)
 
     @staticmethod
     def _handoff_of(tx: Tx, view: TaskView) -> HandoffView | None:
@@ -131,14 +203,24 @@ class DashboardOps(ViewOps):
 
         return self.store.read(run)
 
-    def latest_events(self, caller: Principal, project_id: str, limit: int = 100) -> list[Event]:
-        """The project's last `limit` events, oldest first."""
+    def latest_events(
+        self,
+        caller: Principal,
+        project_id: str,
+        limit: int = 100,
+        *,
+        before: int | None = None,
+        kind: str | None = None,
+    ) -> list[Event]:
+        """The project's last `limit` events, oldest first; below seq `before` and of kind
+        `kind` if given."""
         if not 1 <= limit <= 1000:
             raise InvalidRequest("limit is 1..1000")
 
         def run(tx: Tx) -> list[Event]:
             self._require_reader(tx, caller, project_id)
-            return self.readable_events(tx, caller, project_id, tx.audit.latest(project_id, limit))
+            found = tx.audit.latest(project_id, limit, before, kind or None)
+            return self.readable_events(tx, caller, project_id, found)
 
         return self.store.read(run)
 
@@ -162,6 +244,24 @@ class DashboardOps(ViewOps):
     def _require_reader(self, tx: Tx, caller: Principal, project_id: str) -> None:
         self.require_project(tx, caller, project_id)
         self.require(tx, caller, project_id, Action.READ)
+
+
+def _latest_seq(tx: Tx, project_id: str) -> int:
+    latest = tx.audit.latest(project_id, 1)
+    return latest[-1].seq if latest else 0
+
+
+def _filter(
+    status: str | None, fact: str | None, attention: str | None, query: str, policy_version: int | None
+) -> ListFilter:
+    if len(query) > 200:
+        raise InvalidRequest("a search is at most 200 characters")
+    anything = attention == "any"
+    try:
+        wanted = Attention(attention) if attention and not anything else None
+    except ValueError as exc:
+        raise InvalidRequest(f"unknown attention {str(attention)[:40]!r}") from exc
+    return ListFilter(_status(status), _fact(fact), wanted, anything, query, policy_version)
 
 
 def _status(value: str | None) -> TaskStatus | None:

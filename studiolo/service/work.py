@@ -4,6 +4,7 @@ handoff an attempt leaves for its successor."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
@@ -26,6 +27,8 @@ from studiolo.service.admin import _scope
 from studiolo.store import Tx, volatile
 from studiolo.store.gate import Gate
 
+# A title holding an embedding, override or isolate control would display reordered.
+_BIDI_CONTROL = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _MIN_LEASE_SECONDS = 1.0  # shorter leases expire before a heartbeat can renew them
 
 __all__ = ["Beat", "WorkOps"]
@@ -50,6 +53,8 @@ class WorkOps(Door):
         """Create a task and pin its contract (the latest policy unless told otherwise)."""
         if not isinstance(title, str) or not title.strip() or len(title) > 300:
             raise InvalidRequest("a task needs a title of at most 300 characters")
+        if _BIDI_CONTROL.search(title):
+            raise InvalidRequest("a title may not hold bidirectional control characters (U+202A-E, U+2066-9)")
         if not isinstance(description, str) or len(description) > 100_000:
             raise InvalidRequest("description must be text of at most 100,000 characters")
         patterns = _scope(scope)

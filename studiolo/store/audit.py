@@ -256,9 +256,16 @@ class AuditRepo:
         )
         return [_event(r) for r in reversed(list(self._c.execute(q)))]
 
-    def latest(self, project_id: str, limit: int) -> list[Event]:
-        """The project's last `limit` events, oldest first (the dashboard)."""
+    def latest(
+        self, project_id: str, limit: int, before: int | None = None, kind: str | None = None
+    ) -> list[Event]:
+        """The project's last `limit` events, oldest first (the dashboard); only those below
+        seq `before` and of kind `kind` if given (the Activity page's paging and filter)."""
         q = select(s.events).where(s.events.c.project_id == project_id)
+        if before is not None:
+            q = q.where(s.events.c.seq < before)
+        if kind is not None:
+            q = q.where(s.events.c.kind == kind)
         rows = self._c.execute(q.order_by(s.events.c.seq.desc()).limit(limit))
         return [_event(r) for r in reversed(list(rows))]
 

@@ -216,6 +216,11 @@ class WorkRepo:
             pins.setdefault(int(loads(row.contract)["policy_version"]), []).append(row.id)
         return pins
 
+    def count_by_status(self, project_id: str) -> dict[str, int]:
+        """Status → how many of the project's tasks have it (the dashboard's Projects page)."""
+        q = select(s.tasks.c.status, func.count()).where(s.tasks.c.project_id == project_id)
+        return {str(st): int(n) for st, n in self._c.execute(q.group_by(s.tasks.c.status))}
+
     def count_tasks(self, project_id: str | None = None) -> int:
         q = select(func.count()).select_from(s.tasks)
         if project_id is not None:

@@ -8,14 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from studiolo.faces.web import actions, pages
+from studiolo.faces.web import actions, activity, listing, pages
 from studiolo.faces.web.chain import ChainCache
 from studiolo.faces.web.session import Sessions
 from studiolo.faces.web.templating import make_environment
 
 __all__ = ["install_web"]
+
+_STATIC = Path(__file__).resolve().parent / "static"
 
 
 def install_web(app: FastAPI, sessions: Sessions | None = None) -> None:
@@ -23,7 +26,15 @@ def install_web(app: FastAPI, sessions: Sessions | None = None) -> None:
     app.state.web_templates = make_environment()
     app.state.web_chain = ChainCache()
     app.include_router(pages.router)
+    app.include_router(listing.router)
+    app.include_router(activity.router)
     app.include_router(actions.router)
     app.add_api_route("/", pages.home, methods=["GET"], include_in_schema=False)
-    static = Path(__file__).resolve().parent / "static"
-    app.mount("/ui/static", StaticFiles(directory=static), name="web-static")
+    app.add_api_route("/favicon.ico", _favicon, methods=["GET"], include_in_schema=False)
+    app.mount("/ui/static", StaticFiles(directory=_STATIC), name="web-static")
+
+
+def _favicon() -> FileResponse:
+    return FileResponse(
+        _STATIC / "favicon.ico", media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"}
+    )

@@ -4,13 +4,14 @@ and audits it). Every POST carries a CSRF token or is refused with 403."""
 from __future__ import annotations
 
 import secrets
+from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from studiolo._exceptions import InvalidRequest, Unauthenticated
 from studiolo.faces.http.deps import Door
-from studiolo.faces.web.errors import WebRoute
+from studiolo.faces.web.errors import WebRoute, safe_next
 from studiolo.faces.web.session import (
     SESSION_COOKIE,
     SIGNIN_COOKIE,
@@ -38,9 +39,9 @@ def _back(url: str) -> RedirectResponse:
 
 
 @router.get("/sign-in")
-def sign_in_page(request: Request) -> Response:
+def sign_in_page(request: Request, next: Annotated[str, Query(max_length=2000)] = "/ui/") -> Response:
     nonce = secrets.token_urlsafe(32)
-    response = render(request, "sign_in.html", csrf=nonce, me=None, failed=False)
+    response = render(request, "sign_in.html", csrf=nonce, me=None, failed=False, next=safe_next(next))
     set_cookie(request, response, SIGNIN_COOKIE, nonce, max_age=3600)
     return response
 
@@ -52,9 +53,10 @@ async def sign_in(request: Request, door: Door) -> Response:
     try:
         door.authenticate(form.get("token", "").strip())
     except Unauthenticated:
-        return render(request, "sign_in.html", 401, csrf=form["csrf"], me=None, failed=True)
+        ctx = {"csrf": form["csrf"], "me": None, "failed": True, "next": safe_next(form.get("next", ""))}
+        return render(request, "sign_in.html", 401, **ctx)
     session = _sessions(request).open(form["token"].strip())
-    response = _back("/ui/")
+    response = _back(safe_next(form.get("next", "")))
     set_cookie(request, response, SESSION_COOKIE, session.id, max_age=int(_sessions(request).max_age))
     response.delete_cookie(SIGNIN_COOKIE, path="/ui")
     return response

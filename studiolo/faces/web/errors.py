@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import Request, Response
 from fastapi.responses import RedirectResponse
@@ -14,7 +15,7 @@ from studiolo._exceptions import StudioloError, Unauthenticated
 from studiolo.faces.web.session import SESSION_COOKIE
 from studiolo.faces.web.templating import render
 
-__all__ = ["FRAGMENT_HEADER", "WebRoute"]
+__all__ = ["FRAGMENT_HEADER", "WebRoute", "safe_next", "sign_in_url"]
 
 FRAGMENT_HEADER = "X-Studiolo-Fragment"  # set by dashboard.js: answer 401, not a redirect
 
@@ -38,10 +39,25 @@ class WebRoute(APIRoute):
         return handler
 
 
+def sign_in_url(request: Request) -> str:
+    """The sign-in page, asked to come back to a page the browser was sent away from."""
+    if request.method != "GET" or request.url.path in ("/ui/", "/ui/sign-in"):
+        return "/ui/sign-in"
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return "/ui/sign-in?" + urlencode({"next": here})
+
+
+def safe_next(value: str) -> str:
+    """A page to go back to after signing in: a path under /ui/ only (never another site)."""
+    if not value.startswith("/ui/") or any(c in value for c in ("\\", "\r", "\n", "\t")) or "//" in value:
+        return "/ui/"
+    return value[:2000]
+
+
 def _to_sign_in(request: Request) -> Response:
     if request.headers.get(FRAGMENT_HEADER):
         response: Response = Response(status_code=401)
     else:
-        response = RedirectResponse("/ui/sign-in", status_code=303)
+        response = RedirectResponse(sign_in_url(request), status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/ui")
     return response

@@ -9,23 +9,19 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from studiolo._exceptions import NotFound
-from studiolo.core.facts import Fact
-from studiolo.core.model import TaskStatus
 from studiolo.faces.http.deps import Door
 from studiolo.faces.web.errors import WebRoute
 from studiolo.faces.web.present import candidate_diffs, receipt_json
-from studiolo.faces.web.reasons import explain
+from studiolo.faces.web.refusals import refusal
 from studiolo.faces.web.session import WebCaller, WebSession
 from studiolo.faces.web.study import chart, study_rows
 from studiolo.faces.web.templating import HEADERS, render
 from studiolo.service import TaskPage
+from studiolo.service.overview import Attention
 
-__all__ = ["PAGE_SIZE", "router"]
+__all__ = ["names_of", "router"]
 
 router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
-PAGE_SIZE = 20
-Offset = Annotated[int, Query(ge=0, le=10**9)]
-Choice = Annotated[str, Query(max_length=30)]
 After = Annotated[int, Query(ge=0, le=2**53)]
 
 
@@ -35,50 +31,24 @@ def _base(session: WebSession, caller: WebCaller, **context: Any) -> dict[str, A
 
 @router.get("/")
 def projects(request: Request, session: WebSession, caller: WebCaller, door: Door) -> Response:
-    ctx = _base(session, caller, projects=door.projects(caller))
+    ctx = _base(session, caller, summaries=door.project_summaries(caller))
     return render(request, "projects.html", **ctx)
-
-
-@router.get("/projects/{project_id}")
-def tasks(
-    request: Request,
-    project_id: str,
-    session: WebSession,
-    caller: WebCaller,
-    door: Door,
-    status: Choice = "",
-    fact: Choice = "",
-    offset: Offset = 0,
-) -> Response:
-    page = door.task_list_page(
-        caller, project_id, status=status or None, fact=fact or None, limit=PAGE_SIZE, offset=offset
-    )
-    ctx = _base(
-        session,
-        caller,
-        project_id=project_id,
-        page=page,
-        status=status,
-        fact=fact,
-        offset=offset,
-        page_size=PAGE_SIZE,
-        statuses=[s.value for s in TaskStatus],
-        names=_names(door, caller, project_id),
-        facts=[f.value for f in Fact],
-    )
-    return render(request, "tasks.html", **ctx)
 
 
 def _task_context(door: Door, caller: WebCaller, page: TaskPage) -> dict[str, Any]:
     v = page.view
-    refused = [(e, [(code, *explain(code)) for code in e.data.get("failed", [])]) for e in v.rejections]
+    names = names_of(door, caller, v.task.project_id)
+    refused = [refusal(e, names) for e in reversed(v.rejections)]  # the latest first
     return {
-        "names": _names(door, caller, v.task.project_id),
+        "names": names,
         "page": page,
         "view": v,
         "project_id": v.task.project_id,
         "diffs": {c.id: candidate_diffs(door, caller, v.task.project_id, c) for c in v.candidates},
         "refused": refused,
+        "blocked": refused[0] if refused and Attention.REFUSED in page.attention else None,
+        "cancelled": next((e for e in reversed(page.timeline) if e.kind == "task.cancelled"), None),
+        "receipt_fields": sorted(v.completion.receipt.items()) if v.completion else [],
         "receipt_json": receipt_json(v.completion) if v.completion else "",
         "last_seq": page.project_seq,  # any project event may change the page (e.g. an edit)
         "lease_key": _lease_key(page),  # and a heartbeat, which is no event
@@ -125,37 +95,9 @@ def _principals_or_none(door: Door, caller: WebCaller, project_id: str) -> list[
         return []
 
 
-def _names(door: Door, caller: WebCaller, project_id: str) -> dict[str, str]:
-    return {p.id: p.name for p in _principals_or_none(door, caller, project_id)}
-
-
-@router.get("/projects/{project_id}/activity")
-def activity(
-    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door
-) -> Response:
-    events = door.latest_events(caller, project_id, 100)
-    ctx = _base(session, caller, project_id=project_id, events=events, names=_names(door, caller, project_id))
-    ctx["last_seq"] = events[-1].seq if events else 0
-    return render(request, "activity.html", **ctx)
-
-
-@router.get("/projects/{project_id}/activity/live")
-def activity_live(
-    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door, after: After = 0
-) -> Response:
-    events = door.events(caller, project_id, after, 200)
-    if not events:
-        return Response(status_code=204, headers=HEADERS)
-    names = _names(door, caller, project_id)
-    ctx = _base(session, caller, project_id=project_id, events=events, last_seq=events[-1].seq, names=names)
-    return render(request, "_events.html", **ctx)
-
-
-@router.get("/projects/{project_id}/chain")
-def chain(request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door) -> Response:
-    report = request.app.state.web_chain.status(door, caller, project_id)
-    ctx = _base(session, caller, project_id=project_id, report=report)
-    return render(request, "_chain.html", **ctx)
+def names_of(door: Door, caller: WebCaller, project_id: str) -> dict[str, str]:
+    """Principal id → name, for the project's principals and the caller."""
+    return {caller.id: caller.name} | {p.id: p.name for p in _principals_or_none(door, caller, project_id)}
 
 
 @router.get("/projects/{project_id}/rules")
@@ -179,13 +121,15 @@ def delegations(
     request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door
 ) -> Response:
     """Delegations to remote agents, and the review queue of indeterminate ones."""
-    every = door.remote_delegations(caller, project_id)
-    queue = [d for d in every if d.state.value == "indeterminate"]
+    found = door.delegations_page(caller, project_id)
+    queue = [d for d in found.delegations if d.state.value == "indeterminate"]
     ctx = _base(
         session,
         caller,
         project_id=project_id,
-        delegations=every,
+        delegations=found.delegations,
+        titles=found.titles,
+        orgs=found.orgs,
         queue=queue,
         admin=door.may_administer(caller, project_id),
     )

@@ -10,8 +10,9 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
-__all__ = ["HEADERS", "make_environment", "render"]
+__all__ = ["HEADERS", "make_environment", "neutral", "render"]
 
 _HERE = Path(__file__).resolve().parent
 HEADERS = {
@@ -37,6 +38,19 @@ def _duration(seconds: float) -> str:
     return text if seconds >= 0 else f"{text} ago"
 
 
+# Bidirectional controls (embeddings, overrides, isolates, marks): a title holding U+202E
+# would display reversed. Every value a template prints is shown with them made visible.
+_BIDI = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"))
+_BIDI_SHOWN = {c: f"[U+{c:04X}]" for c in _BIDI}
+
+
+def neutral(value: Any) -> Any:
+    """A printed value with its bidirectional control characters shown as `[U+202E]`."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return value.translate(_BIDI_SHOWN)
+    return value
+
+
 def _short(value: str | None, n: int = 12) -> str:
     if not value:
         return ""
@@ -49,6 +63,7 @@ def make_environment() -> Environment:
         autoescape=select_autoescape(default=True),
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=neutral,
     )
     env.filters["when"] = _when
     env.filters["duration"] = _duration

@@ -184,7 +184,7 @@ def test_every_reason_is_explained_with_the_documented_recovery() -> None:
 
 
 def test_the_task_list_paginates(web: TestClient, world: World, tokens: dict[str, str]) -> None:
-    from studiolo.faces.web.pages import PAGE_SIZE
+    from studiolo.faces.web.listing import PAGE_SIZE
 
     titles = [f"task number {i:03d}" for i in range(PAGE_SIZE + 3)]
     for title in titles:

@@ -1,0 +1,94 @@
+"""The Activity page: the project's events newest first, a page at a time, filtered by kind,
+each with its detail; new events appear at the top while the first page is open. And the
+audit chain's status."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+
+from studiolo.core.model import Event
+from studiolo.faces.http.deps import Door
+from studiolo.faces.web.errors import WebRoute
+from studiolo.faces.web.pages import names_of
+from studiolo.faces.web.session import WebCaller, WebSession
+from studiolo.faces.web.templating import HEADERS, render
+
+__all__ = ["EVENTS_PAGE", "router"]
+
+router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
+EVENTS_PAGE = 50
+After = Annotated[int, Query(ge=0, le=2**53)]
+Before = Annotated[int | None, Query(ge=1, le=2**53)]
+Kind = Annotated[str, Query(max_length=60)]
+
+
+def _shown(events: list[Event]) -> list[tuple[Event, str]]:
+    """Newest first, each with its data as indented JSON (the row's detail)."""
+    return [
+        (e, json.dumps(dict(e.data), indent=2, sort_keys=True, ensure_ascii=False)) for e in reversed(events)
+    ]
+
+
+@router.get("/projects/{project_id}/activity")
+def activity(
+    request: Request,
+    project_id: str,
+    session: WebSession,
+    caller: WebCaller,
+    door: Door,
+    kind: Kind = "",
+    before: Before = None,
+) -> Response:
+    kind = kind.strip()
+    events = door.latest_events(caller, project_id, EVENTS_PAGE, before=before, kind=kind or None)
+    newest = door.latest_events(caller, project_id, 1) if before is None and kind else events
+    ctx: dict[str, Any] = {
+        "me": caller,
+        "csrf": session.csrf,
+        "project_id": project_id,
+        "events": _shown(events),
+        "names": names_of(door, caller, project_id),
+        "kind": kind,
+        "before": before,
+        "older": events[0].seq if len(events) == EVENTS_PAGE else None,
+        "last_seq": newest[-1].seq if newest else 0,
+    }
+    return render(request, "activity.html", **ctx)
+
+
+@router.get("/projects/{project_id}/activity/live")
+def activity_live(
+    request: Request,
+    project_id: str,
+    session: WebSession,
+    caller: WebCaller,
+    door: Door,
+    after: After = 0,
+    kind: Kind = "",
+) -> Response:
+    """The events after `after` (of `kind` if given), newest first; 204 when there is none.
+    The first row carries the seq the page asks after next."""
+    events = door.events(caller, project_id, after, 200)
+    if not events:
+        return Response(status_code=204, headers=HEADERS)
+    last = events[-1].seq
+    kind = kind.strip()
+    listed = [e for e in events if not kind or e.kind == kind]
+    ctx = {
+        "me": caller,
+        "csrf": session.csrf,
+        "events": _shown(listed),
+        "names": names_of(door, caller, project_id),
+        "last_seq": last,
+    }
+    return render(request, "_events.html", **ctx)
+
+
+@router.get("/projects/{project_id}/chain")
+def chain(request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door) -> Response:
+    report = request.app.state.web_chain.status(door, caller, project_id)
+    ctx = {"me": caller, "csrf": session.csrf, "project_id": project_id, "report": report}
+    return render(request, "_chain.html", **ctx)
