@@ -13,7 +13,9 @@ from tests.world import World
 
 
 def _ids(world: World, **kw: object) -> set[str]:
-    return {v.task.id for v in world.coord.task_list_page(world.admin, world.project_id, limit=500, **kw).views}
+    return {
+        v.task.id for v in world.coord.task_list_page(world.admin, world.project_id, limit=500, **kw).views
+    }
 
 
 def test_each_fact_that_needs_attention_is_found(world: World) -> None:

@@ -70,5 +70,13 @@ def tell(world: World) -> Story:
     delegated = c.remote_state(_indeterminate(w)).task_id
     opened = w.new_task("document the API")
     return Story(
-        refused.id, lapsed.id, delegated, awaiting.id, deployed.id, accepted.id, cancelled.id, long.id, opened.id
+        refused.id,
+        lapsed.id,
+        delegated,
+        awaiting.id,
+        deployed.id,
+        accepted.id,
+        cancelled.id,
+        long.id,
+        opened.id,
     )

@@ -1,11 +1,10 @@
 """The dashboard in Debian's Chromium (headless, via Playwright) against a real uvicorn socket,
 while agents work through the HTTP API in the same test. No browser is downloaded: the test
-is skipped when /usr/bin/chromium is missing. With STUDIOLO_SCREENSHOTS=1 it also writes the
-README's screenshots to docs/img/."""
+is skipped when /usr/bin/chromium is missing. The README's screenshots are written by
+test_dashboard_browser.py."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,7 +27,6 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-IMG = Path(__file__).resolve().parents[3] / "docs" / "img"
 WAIT_MS = 15_000
 
 pytestmark = pytest.mark.skipif(
@@ -49,7 +47,7 @@ def live(world: World) -> Iterator[Actors]:
             actors.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     with sync_api.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
@@ -67,12 +65,6 @@ def _page(browser: object, url: str, token: str) -> object:
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{url}/ui/")
     return page
-
-
-def _shot(page: object, name: str) -> None:
-    if os.environ.get("STUDIOLO_SCREENSHOTS") == "1":
-        IMG.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(IMG / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
 
 
 def _fact(page: object, text: str) -> None:
@@ -108,30 +100,27 @@ def test_a_task_goes_from_claimed_to_accepted_live(live: Actors, browser: object
     page.get_by_role("button", name="Verify signature").click()  # type: ignore[attr-defined]
     expect(page.locator(".verify-result")).to_contain_text("signature valid")  # type: ignore[attr-defined]
     expect(page.locator(".timeline")).to_contain_text("completion.accepted")  # type: ignore[attr-defined]
-    _shot(page, "task")
 
     human.edit_artifact("src/answer.txt", human.put_blob(b"43\n").digest, human.revision("src/answer.txt"))
     expect(page.locator("#still-current")).to_contain_text("no: a later edit", timeout=WAIT_MS)  # type: ignore[attr-defined]
     assert page.evaluate("window.__notReloaded") is True  # type: ignore[attr-defined]
 
     page.set_viewport_size({"width": 390, "height": 844})  # type: ignore[attr-defined]
-    _shot(page, "task-phone")
     page.set_viewport_size({"width": 1280, "height": 900})  # type: ignore[attr-defined]
     busy = new_task(admin, "add a changelog entry")
     live.client("agent2").claim(busy.id)
     new_task(admin, "document the API")
-    for name, path in (
+    for _name, path in (
         ("tasks", f"/ui/projects/{live.world.project_id}"),
         ("rules", f"/ui/projects/{live.world.project_id}/rules"),
         ("study", "/ui/study"),
     ):
         page.goto(live.url + path)  # type: ignore[attr-defined]
-        _shot(page, name)
+        sync_api.expect(page.locator("h1")).to_be_visible()  # type: ignore[attr-defined]
     page.goto(f"{live.url}/ui/projects/{live.world.project_id}/activity")  # type: ignore[attr-defined]
     expect(page.locator("#chain-status")).to_contain_text("Verified", timeout=WAIT_MS)  # type: ignore[attr-defined]
     admin.publish_policy("A later policy.")
     expect(page.locator("#events")).to_contain_text("policy.published", timeout=WAIT_MS)  # type: ignore[attr-defined]
-    _shot(page, "activity")
 
 
 def test_revoking_a_grant_from_the_page_refuses_the_next_completion(live: Actors, browser: object) -> None:
@@ -143,6 +132,7 @@ def test_revoking_a_grant_from_the_page_refuses_the_next_completion(live: Actors
 
     page = _page(browser, live.url, live.tokens["admin"])
     page.goto(f"{live.url}/ui/projects/{live.world.project_id}/rules")  # type: ignore[attr-defined]
+    page.once("dialog", lambda d: d.accept())  # type: ignore[attr-defined]
     page.get_by_role("button", name="Revoke claim, complete, write grant of agent-a").click()  # type: ignore[attr-defined]
     sync_api.expect(page.locator("#grants")).to_contain_text("revoked")  # type: ignore[attr-defined]
 
@@ -176,4 +166,3 @@ def test_the_sign_in_page(live: Actors, browser: object) -> None:
     page.get_by_label("Token").fill("stl_not-a-token")
     page.get_by_role("button", name="Sign in").click()
     sync_api.expect(page.get_by_role("alert")).to_contain_text("unknown or revoked")
-    _shot(page, "sign-in")
