@@ -1,13 +1,14 @@
 """Dashboard render time on a large project: 10,000 tasks and 100,000 events.
 
-    python bench/web.py [--tasks 10000] [--events 100000] [--rounds 40]
+    python bench/web.py [--tasks 10000] [--events 100000] [--rounds 40] [--claimed 0.25]
 
 The server is `studiolo serve` in a subprocess on a fresh SQLite ledger. Seeding: the demo
 project, one task worked through the door (claimed, candidate, passing receipt, accepted,
 then 40 heartbeats on a second attempt of another task), then tasks and audit events written
 in bulk through the store port (one transaction; the events are hash-chained like any
 other). The timed phase signs in once, then interleaves, per round, GET /healthz, the task
-list (first page and last page, `PAGE_SIZE` tasks each), and the task page; medians are compared.
+list (first page and last page, `PAGE_SIZE` tasks each), the task page, the attention view, a
+search, the Activity page (and filtered by a kind) and Projects; medians are compared.
 The last line is JSON: `list_ratio`, `last_page_ratio`, `task_ratio` = median render time ÷
 median /healthz time on the same server in the same run (the issue asks for < 10).
 """
@@ -32,7 +33,7 @@ sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != 
 
 import httpx  # noqa: E402
 
-from studiolo.core.model import Contract, Criterion, Task  # noqa: E402
+from studiolo.core.model import Attempt, AttemptStatus, Contract, Criterion, Task, TaskStatus  # noqa: E402
 from studiolo.demo import DemoProject, setup_project  # noqa: E402
 from studiolo.faces.http.server import free_port  # noqa: E402
 from studiolo.faces.web.listing import PAGE_SIZE  # noqa: E402
@@ -84,12 +85,14 @@ def worked_task(demo: DemoProject) -> str:
     return task.id
 
 
-def bulk(store: Store, project_id: str, tasks: int, events: int) -> None:
-    """`tasks` open tasks and filler events up to `events`, through the store port."""
+def bulk(store: Store, project_id: str, holder: str, tasks: int, events: int, claimed: float) -> None:
+    """`tasks` tasks (the fraction `claimed` held by `holder`, half of those with a lease run
+    out: the list reads their views) and filler events up to `events`, through the store port."""
 
     def run(tx: Tx) -> None:
         now = tx.now
         have = tx.audit.last()[0]
+        every = round(1 / claimed) if claimed > 0 else 0
         for i in range(tasks):
             tid = f"tsk_bench{i:08d}"
             contract = Contract(tid, (Criterion("tests", "unit@1"),), ("src/**",), 1)
@@ -104,6 +107,13 @@ def bulk(store: Store, project_id: str, tasks: int, events: int) -> None:
                 )
             )
             tx.audit.append(project_id, "task.created", None, tid, {"title": f"bulk task {i}"}, now + i)
+            if every and i % every == 0:
+                deadline = now + (3600 if i % (2 * every) else -1)  # every other one has run out
+                aid = f"att_bench{i:08d}"
+                tx.work.add_attempt(
+                    Attempt(aid, tid, holder, 1, deadline, tx.incarnation, AttemptStatus.ACTIVE, now + i)
+                )
+                tx.work.update_task(tid, status=TaskStatus.CLAIMED, current_attempt_id=aid, fence=1)
         for i in range(max(0, events - tasks - have)):
             tx.audit.append(
                 project_id, "artifact.edited", None, f"src/bulk/{i % 500}.txt", {"revision": i}, now
@@ -156,6 +166,7 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=10_000)
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--claimed", type=float, default=0.25, help="the fraction of tasks held")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="studiolo-web-bench-") as tmp:
         url_db = Settings.sqlite_url(Path(tmp) / "bench.db")
@@ -166,7 +177,7 @@ def main() -> None:
         t0 = time.perf_counter()
         demo = setup_project(coord, admin.principal)
         task_id = worked_task(demo)
-        bulk(store, demo.project_id, args.tasks, args.events)
+        bulk(store, demo.project_id, demo.who("agent-a").id, args.tasks, args.events, args.claimed)
         counts: dict[str, Any] = store.read(
             lambda tx: {"tasks": tx.work.count_tasks(demo.project_id), "events": tx.audit.last()[0]}
         )
@@ -193,6 +204,11 @@ def main() -> None:
                 "task_list": f"/ui/projects/{pid}",
                 "last_page": f"/ui/projects/{pid}?offset={last}",
                 "task_page": f"/ui/tasks/{task_id}",
+                "attention": f"/ui/projects/{pid}?attention=any",
+                "search": f"/ui/projects/{pid}?q=task+99",
+                "activity": f"/ui/projects/{pid}/activity",
+                "activity_kind": f"/ui/projects/{pid}/activity?kind=completion.accepted",
+                "projects": "/ui/",
             }
             times = measure(url, admin.token, paths, args.rounds)
         finally:
@@ -203,12 +219,14 @@ def main() -> None:
         "list_ratio": round(med["task_list"] / med["healthz"], 2),
         "last_page_ratio": round(med["last_page"] / med["healthz"], 2),
         "task_ratio": round(med["task_page"] / med["healthz"], 2),
+        "attention_ratio": round(med["attention"] / med["healthz"], 2),
+        "activity_ratio": round(med["activity"] / med["healthz"], 2),
         **{f"{name}_ms": round(m, 2) for name, m in med.items()},
         **counts,
         "rounds": args.rounds,
     }
     for name, m in med.items():
-        print(f"{name:10s} median {m:7.2f} ms", file=sys.stderr)
+        print(f"{name:14s} median {m:7.2f} ms", file=sys.stderr)
     print(json.dumps(result))
 
 

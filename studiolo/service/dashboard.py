@@ -5,7 +5,7 @@ read transaction, authorized like the API's reads."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.core.facts import Fact
@@ -14,11 +14,13 @@ from studiolo.core.remote import RemoteDelegation, RemoteState
 from studiolo.service.overview import (
     Attention,
     ListFilter,
+    RowsSnapshot,
     Tally,
     TaskRow,
     attention_of,
     fact_without_view,
     needs_view,
+    next_lapse,
     tally,
 )
 from studiolo.service.views import AuditReport, HandoffView, TaskView, ViewOps
@@ -38,6 +40,7 @@ class TaskListPage:
     selected: int = 0  # how many tasks every filter selects (the pages hold them all)
     attention: Mapping[str, tuple[Attention, ...]] = field(default_factory=dict)  # of the listed tasks
     project_seq: int = 0  # the project's latest event: a live list re-renders when it moves
+    snapshot: RowsSnapshot | None = None  # every row, for the next page's `since`
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,12 @@ class DashboardOps(ViewOps):
         policy_version: int | None = None,
         limit: int = 50,
         offset: int = 0,
+        since: RowsSnapshot | None = None,
     ) -> TaskListPage:
         """A page of tasks with their strongest established fact and what needs attention;
         filtered by status, fact, attention (`any`: any at all) and a search of title or id,
-        with counts per fact and attention over the tasks the search matches."""
+        with counts per fact and attention over the tasks the search matches. `since`: the
+        rows of an earlier page, reused if still current (the page's `snapshot`)."""
         wanted = _filter(status, fact, attention, query, policy_version)
         if not 1 <= limit <= 500 or offset < 0:
             raise InvalidRequest("limit is 1..500 and offset ≥ 0")
@@ -89,22 +94,27 @@ class DashboardOps(ViewOps):
         def run(tx: Tx) -> TaskListPage:
             self.require_project(tx, caller, project_id)
             self.require(tx, caller, project_id, Action.READ)
-            rows = self._rows(tx, project_id, wanted)
+            seq = _latest_seq(tx, project_id)
+            tx.expect_clock()
+            snapshot = since
+            if snapshot is None or not snapshot.usable(project_id, seq, tx.incarnation, tx.now):
+                snapshot = self._snapshot(tx, project_id, seq)
+            rows = [r for r in snapshot.rows if wanted.searched(r.task)]
             selected = [r for r in rows if wanted.selects(r)]
             shown = selected[offset : offset + limit]
             listed = self._views(tx, [r.task for r in shown], rejections=False)
             views = tuple(self._confined(tx, caller, v) for v in listed)
             marks = {r.task.id: r.attention for r in shown}
             more = len(selected) > offset + limit
-            seq = _latest_seq(tx, project_id)
-            return TaskListPage(views, more, tx.now, tally(rows), len(selected), marks, seq)
+            page = TaskListPage(views, more, tx.now, tally(rows), len(selected), marks, seq)
+            return replace(page, snapshot=snapshot)
 
         return self.store.read(run, batched=True)
 
-    def _rows(self, tx: Tx, project_id: str, wanted: ListFilter) -> list[TaskRow]:
-        """Every task the search matches, with its fact and attention, in creation order; a
-        view is read only for the tasks whose status does not decide their fact."""
-        tasks = [t for t in self._all_tasks(tx, project_id) if wanted.searched(t)]
+    def _snapshot(self, tx: Tx, project_id: str, seq: int) -> RowsSnapshot:
+        """Every task with its fact and attention, in creation order; a view is read only for
+        the tasks whose status does not decide their fact."""
+        tasks = self._all_tasks(tx, project_id)
         heavy = [t for t in tasks if needs_view(t)]
         waiting = {d.task_id for d in tx.remote.delegations(project_id, [RemoteState.INDETERMINATE])}
         views = {v.task.id: v for v in self._views(tx, heavy)} if heavy else {}
@@ -116,7 +126,8 @@ class DashboardOps(ViewOps):
                 rows.append(TaskRow(t, fact_without_view(t), marks))
             else:
                 rows.append(TaskRow(t, v.fact, attention_of(v, tx.now, tx.incarnation, t.id in waiting)))
-        return rows
+        lapse = next_lapse(views.values(), tx.now, tx.incarnation)
+        return RowsSnapshot(project_id, seq, tx.incarnation, lapse, tuple(rows))
 
     @staticmethod
     def _all_tasks(tx: Tx, project_id: str) -> list[Task]:

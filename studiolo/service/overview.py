@@ -7,6 +7,7 @@ observed. Computed from the task views in the same read as the list."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,37 @@ class ListFilter:
         if self.attention is not None and self.attention not in row.attention:
             return False
         return not (self.needs_attention and not row.attention)
+
+
+@dataclass(frozen=True)
+class RowsSnapshot:
+    """Every task's row as of the project's event `seq`, reusable while no event happens and
+    no live lease runs out (`valid_until`): a fact changes only with an event, attention also
+    when a lease runs out. A caller keeps it and passes it back (the door still authorizes)."""
+
+    project_id: str
+    seq: int
+    incarnation: str
+    valid_until: float
+    rows: tuple[TaskRow, ...]
+
+    def usable(self, project_id: str, seq: int, incarnation: str, now: float) -> bool:
+        same = (self.project_id, self.seq, self.incarnation) == (project_id, seq, incarnation)
+        return same and now < self.valid_until
+
+
+def next_lapse(views: Iterable[TaskView], now: float, incarnation: str) -> float:
+    """The earliest deadline of a live lease among `views` (inf: none)."""
+    live = (
+        a.lease_deadline
+        for v in views
+        for a in v.attempts
+        if a.id == v.task.current_attempt_id
+        and a.status is AttemptStatus.ACTIVE
+        and a.incarnation == incarnation
+        and now < a.lease_deadline
+    )
+    return min(live, default=math.inf)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,9 @@ question: what is blocked?), on the story every dashboard test shares."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 
 from studiolo._exceptions import InvalidRequest
@@ -72,3 +75,22 @@ def test_a_title_with_a_bidi_override_is_refused(world: World) -> None:
     with pytest.raises(InvalidRequest, match="bidirectional"):
         world.new_task("fix \u202etxt.exe")
     assert world.new_task("fix \u200fmarks are fine").title  # marks do not reorder; shown neutralized
+
+
+def test_the_rows_are_reused_until_an_event_or_a_lapse(world: World) -> None:
+    task = world.new_task()
+    world.coord.claim(world.agent, task.id, lease_seconds=30)
+    pid, admin = world.project_id, world.admin
+    first = world.coord.task_list_page(admin, pid)
+    snap = first.snapshot
+    assert snap is not None and snap.valid_until == first.views[0].attempts[0].lease_deadline
+    empty = replace(snap, rows=())  # reused rows are the snapshot's: none here
+    assert world.coord.task_list_page(admin, pid, since=empty).tally.total == 0
+    world.clock.advance(31)  # the lease ran out: no event, yet the rows are read again
+    lapsed = world.coord.task_list_page(admin, pid, since=empty)
+    assert lapsed.tally.total == 1 and lapsed.attention[task.id] == (Attention.LEASE_EXPIRED,)
+    assert lapsed.snapshot is not None and lapsed.snapshot.valid_until == math.inf
+    world.new_task("another")  # an event
+    assert world.coord.task_list_page(admin, pid, since=replace(lapsed.snapshot, rows=())).tally.total == 2
+    other = world.coord.create_project(admin, "other").id
+    assert world.coord.task_list_page(admin, other, since=lapsed.snapshot).tally.total == 0

@@ -25,6 +25,7 @@ def install_web(app: FastAPI, sessions: Sessions | None = None) -> None:
     app.state.web_sessions = sessions or Sessions()
     app.state.web_templates = make_environment()
     app.state.web_chain = ChainCache()
+    app.state.web_rows = listing.RowsCache()
     app.include_router(pages.router)
     app.include_router(listing.router)
     app.include_router(activity.router)

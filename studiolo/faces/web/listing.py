@@ -3,6 +3,8 @@ filters, pages, and a live list (a fragment that answers 204 until a project eve
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -16,9 +18,9 @@ from studiolo.faces.web.errors import WebRoute
 from studiolo.faces.web.pages import names_of
 from studiolo.faces.web.session import WebCaller, WebSession
 from studiolo.faces.web.templating import HEADERS, render
-from studiolo.service.overview import Attention
+from studiolo.service.overview import Attention, RowsSnapshot
 
-__all__ = ["PAGE_SIZE", "ListQuery", "router"]
+__all__ = ["PAGE_SIZE", "ListQuery", "RowsCache", "router"]
 
 router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
 PAGE_SIZE = 20
@@ -27,6 +29,30 @@ Search = Annotated[str, Query(max_length=200)]
 Offset = Annotated[int, Query(ge=0, le=10**9)]
 Policy = Annotated[int | None, Query(ge=0, le=2**31)]
 After = Annotated[int, Query(ge=0, le=2**53)]
+
+
+class RowsCache:
+    """The latest rows of each project's task list (`RowsSnapshot`), handed back to the door,
+    which reuses them while no event happened and no lease ran out: a live list, or many
+    people on the same list, cost one small read a load until something changes."""
+
+    def __init__(self, limit: int = 64) -> None:
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._by_project: OrderedDict[str, RowsSnapshot] = OrderedDict()
+
+    def get(self, project_id: str) -> RowsSnapshot | None:
+        with self._lock:
+            return self._by_project.get(project_id)
+
+    def keep(self, snapshot: RowsSnapshot | None) -> None:
+        if snapshot is None:
+            return
+        with self._lock:
+            self._by_project[snapshot.project_id] = snapshot
+            self._by_project.move_to_end(snapshot.project_id)
+            while len(self._by_project) > self._limit:
+                self._by_project.popitem(last=False)
 
 
 @dataclass(frozen=True)
@@ -56,8 +82,9 @@ def _query(q: str, status: str, fact: str, attention: str, policy: int | None, o
 
 
 def _context(
-    door: Door, caller: WebCaller, session: WebSession, project_id: str, lq: ListQuery
+    request: Request, door: Door, caller: WebCaller, session: WebSession, project_id: str, lq: ListQuery
 ) -> dict[str, Any]:
+    cache: RowsCache = request.app.state.web_rows
     page = door.task_list_page(
         caller,
         project_id,
@@ -68,7 +95,9 @@ def _context(
         policy_version=lq.policy,
         limit=PAGE_SIZE,
         offset=lq.offset,
+        since=cache.get(project_id),
     )
+    cache.keep(page.snapshot)
     return {
         "me": caller,
         "csrf": session.csrf,
@@ -98,7 +127,7 @@ def tasks(
     offset: Offset = 0,
 ) -> Response:
     lq = _query(q, status, fact, attention, policy, offset)
-    return render(request, "tasks.html", **_context(door, caller, session, project_id, lq))
+    return render(request, "tasks.html", **_context(request, door, caller, session, project_id, lq))
 
 
 @router.get("/projects/{project_id}/tasks/live")
@@ -122,4 +151,4 @@ def tasks_live(
     if after and (latest[-1].seq if latest else 0) <= after:
         return Response(status_code=204, headers=HEADERS)
     lq = _query(q, status, fact, attention, policy, offset)
-    return render(request, "_tasks_live.html", **_context(door, caller, session, project_id, lq))
+    return render(request, "_tasks_live.html", **_context(request, door, caller, session, project_id, lq))
