@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi import FastAPI, Response
 from fastapi.staticfiles import StaticFiles
 
 from studiolo.faces.web import actions, activity, listing, pages
@@ -19,6 +18,7 @@ from studiolo.faces.web.templating import make_environment
 __all__ = ["install_web"]
 
 _STATIC = Path(__file__).resolve().parent / "static"
+_ICON = (_STATIC / "favicon.ico").read_bytes()
 
 
 def install_web(app: FastAPI, sessions: Sessions | None = None) -> None:
@@ -35,7 +35,6 @@ def install_web(app: FastAPI, sessions: Sessions | None = None) -> None:
     app.mount("/ui/static", StaticFiles(directory=_STATIC), name="web-static")
 
 
-def _favicon() -> FileResponse:
-    return FileResponse(
-        _STATIC / "favicon.ico", media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"}
-    )
+def _favicon() -> Response:
+    """The icon's bytes in one body (a streamed file would wait on the client's disconnect)."""
+    return Response(_ICON, media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
