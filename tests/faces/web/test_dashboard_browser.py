@@ -106,11 +106,16 @@ def tab(request: pytest.FixtureRequest, browser: Any, site: Site) -> Iterator[Ta
         context.close()
 
 
+# the screenshots the README shows (tests/faces/test_docs.py: every one is linked)
+SHOTS = {"tasks", "task", "task-blocked", "task-dark", "activity", "rules", "delegations", "study", "sign-in"}
+SHOTS |= {"task-phone", "tasks-phone"}
+
+
 def _shot(tab: Tab, name: str) -> None:
-    if os.environ.get("STUDIOLO_SCREENSHOTS") == "1":
+    stem = name if tab.size == "desktop" else f"{name}-phone"
+    if os.environ.get("STUDIOLO_SCREENSHOTS") == "1" and stem in SHOTS:
         IMG.mkdir(parents=True, exist_ok=True)
-        suffix = "" if tab.size == "desktop" else "-phone"
-        tab.page.screenshot(path=str(IMG / f"{name}{suffix}.png"), full_page=tab.size == "desktop")
+        tab.page.screenshot(path=str(IMG / f"{stem}.png"), full_page=tab.size == "desktop")
 
 
 def _fits(tab: Tab) -> None:
