@@ -4,7 +4,9 @@ question: what is blocked?), on the story every dashboard test shares."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +14,17 @@ from studiolo._exceptions import InvalidRequest
 from studiolo.core.facts import Fact
 from studiolo.service.overview import Attention
 from tests.faces.web.story import LONG_TITLE, tell
-from tests.world import World
+from tests.world import World, build_world
+
+
+@pytest.fixture
+def world(store_url: str, tmp_path: Path) -> Iterator[World]:
+    """On SQLite and on PostgreSQL (the list is one batched read there)."""
+    built = build_world(tmp_path, url=store_url)
+    try:
+        yield built
+    finally:
+        built.coord.store.dispose()
 
 
 def _ids(world: World, **kw: object) -> set[str]:
