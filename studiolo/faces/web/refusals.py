@@ -1,15 +1,15 @@
 """A refused completion for a person: each failed predicate in plain words with its recovery
 hint, and the refusal's structured details when the ledger recorded them.
 
-A detail is a mapping with a `kind` and fields (what moved, from which revision to which,
-by whom, when). It is shown generically (every field, named in words, principal ids as
-names, times as dates), with one sentence for a changed path; a refusal recorded without
-details shows the predicates alone."""
+A detail is a mapping with a `kind` (or the core's `reason`) and fields (what moved, from
+which revision to which, by whom, when). It is shown generically (every field named in
+words, principal ids as names, times as dates) under the core's sentence (`text`), or one
+made here for a changed path; a refusal recorded without details shows the predicates
+alone."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -57,10 +57,21 @@ def _raw_details(found: Any) -> Iterable[Mapping[str, Any]]:
         yield from (d if isinstance(d, Mapping) else {"kind": "detail", "value": d} for d in found)
 
 
+_NOT_FIELDS = frozenset({"kind", "reason", "text"})
+
+
 def _detail(raw: Mapping[str, Any], names: Mapping[str, str]) -> Detail:
-    kind = str(raw.get("kind", "detail"))
-    fields = tuple((_label(k), _value(k, v, names)) for k, v in raw.items() if k != "kind")
-    return Detail(kind, _label(kind).capitalize(), _sentence(raw, names), fields)
+    """A detail as the door recorded it: its `kind` (or `reason`), the sentence the core made
+    (`text`) if any, and every other field that holds something."""
+    kind = str(raw.get("kind") or raw.get("reason") or "detail")
+    text = raw.get("text")
+    said = text if isinstance(text, str) and text else _sentence(raw, names)
+    fields = tuple(
+        (_label(k), _value(k, v, names))
+        for k, v in raw.items()
+        if k not in _NOT_FIELDS and v not in (None, [], {})
+    )
+    return Detail(kind, _label(kind).capitalize(), said, fields)
 
 
 def _sentence(raw: Mapping[str, Any], names: Mapping[str, str]) -> str:
@@ -95,9 +106,11 @@ def _value(key: str, value: Any, names: Mapping[str, str]) -> str:
         seconds = value / 1000 if value > 1e11 else value  # milliseconds or seconds since the epoch
         return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     if isinstance(value, list):
-        return ", ".join(_value(key, v, names) for v in value)
+        return "; ".join(_value(key, v, names) for v in value)
     if isinstance(value, Mapping):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return ", ".join(
+            f"{_label(str(k))} {_value(str(k), v, names)}" for k, v in value.items() if v is not None
+        )
     return str(value)
 
 

@@ -95,3 +95,16 @@ def test_a_deep_link_is_kept_and_the_favicon_served(
     live = web.get(f"/ui/projects/{world.project_id}/tasks/live", params={"after": 10**9})
     assert live.status_code == 204  # nothing happened since: no list is computed
     assert "Tasks" in web.get(f"/ui/projects/{world.project_id}/tasks/live", params={"after": 0}).text
+
+
+def test_the_cores_detail_shape_shows_its_sentence_and_nested_fields() -> None:
+    detail = {
+        "reason": "dependency_stale",
+        "text": "src/input.txt changed from revision 1 to 2 by editor at 2026-12-04 14:47:00 UTC",
+        "moved": [{"path": "src/input.txt", "from": 1, "to": 2, "by": "prn_editor0001"}],
+        "items": [],
+    }
+    html = _html(make_environment(), {"failed": ["dependency_stale"], "details": [detail]})
+    assert "<strong>Dependency stale</strong>: src/input.txt changed from revision 1 to 2 by editor" in html
+    assert "<dt>moved</dt>" in html and "path src/input.txt, from 1, to 2, by editor" in html
+    assert "<dt>items</dt>" not in html and "<dt>text</dt>" not in html
