@@ -79,6 +79,7 @@ class RestoreInfo:
     rows: dict[str, int]
     carried: dict[str, int]  # revocations and key replacements the replaced ledger won
     held: tuple[HeldPrincipal, ...]  # principals whose authority waits for a reconfirmation
+    service_key: str  # "kept", "carried" (the replaced ledger's newer key) or "rotated"
 
 
 # backup -----------------------------------------------------------------------------
@@ -343,6 +344,7 @@ def _new_incarnation(
         rows,
         settled.carried,
         settled.held,
+        settled.service_key,
     )
 
 

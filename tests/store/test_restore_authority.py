@@ -83,7 +83,7 @@ def test_a_verifier_key_replaced_after_the_backup_stays_replaced(world: World, t
     stolen = world.verifier_key
     verifier_token = _token(world, world.verifier)
     world.verifier = world.coord.authenticate(verifier_token)  # cached under the old key
-    task, att, cand = _claim_and_candidate(world)
+    task, _, cand = _claim_and_candidate(world)
     old_receipt = world.receipt(cand)  # signed with the key about to be stolen, in the backup
     file = tmp_path / "b.jsonl"
     backup(world.coord.store, file)
@@ -94,7 +94,7 @@ def test_a_verifier_key_replaced_after_the_backup_stays_replaced(world: World, t
     assert info.carried["keys_replaced"] == 1
     world.verifier = world.coord.authenticate(verifier_token)  # as the next request would
     assert world.verifier.public_key == public_key_text(new)
-    task2, att2, cand2 = _claim_and_candidate(world)
+    *_, cand2 = _claim_and_candidate(world)
     with pytest.raises(StudioloError) as bad:
         world.receipt(cand2, key=stolen)
     assert bad.value.reason == "signature_invalid"
@@ -107,7 +107,8 @@ def test_a_verifier_key_replaced_after_the_backup_stays_replaced(world: World, t
 def test_an_admission_withdrawn_after_the_backup_stays_withdrawn(world: World, tmp_path: Path) -> None:
     file = tmp_path / "b.jsonl"
     backup(world.coord.store, file)
-    world.coord.register_checker(world.admin, world.project_id, "unit", "1", "command", {"argv": ["true"]}, [])
+    config = {"argv": ["true"]}
+    world.coord.register_checker(world.admin, world.project_id, "unit", "1", "command", config, [])
 
     info = restore(world.coord.store, file)
     assert info.carried["admissions_withdrawn"] == 1
