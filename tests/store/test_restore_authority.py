@@ -91,13 +91,12 @@ def test_a_verifier_key_replaced_after_the_backup_stays_replaced(world: World, t
     world.coord.set_public_key(world.admin, world.verifier.id, public_key_text(new))
 
     info = restore(world.coord.store, file)
-    assert info.carried["keys_replaced"] == 1
     world.verifier = world.coord.authenticate(verifier_token)  # as the next request would
-    assert world.verifier.public_key == public_key_text(new)
     *_, cand2 = _claim_and_candidate(world)
     with pytest.raises(StudioloError) as bad:
         world.receipt(cand2, key=stolen)
     assert bad.value.reason == "signature_invalid"
+    assert world.verifier.public_key == public_key_text(new) and info.carried["keys_replaced"] == 1
     # the receipt the stolen key signed before the backup no longer stands either
     facts = world.coord.store.read(lambda tx: receipt_facts(tx, task, cand, [old_receipt.id]))
     assert old_receipt.id in facts.bad
@@ -111,11 +110,11 @@ def test_an_admission_withdrawn_after_the_backup_stays_withdrawn(world: World, t
     world.coord.register_checker(world.admin, world.project_id, "unit", "1", "command", config, [])
 
     info = restore(world.coord.store, file)
-    assert info.carried["admissions_withdrawn"] == 1
     _, _, cand = _claim_and_candidate(world)
     with pytest.raises(StudioloError) as bad:
         world.receipt(cand)
     assert bad.value.reason == "verifier_not_admitted"
+    assert info.carried["admissions_withdrawn"] == 1
 
 
 def test_a_service_key_rotated_after_the_backup_stays_rotated(world: World, tmp_path: Path) -> None:
