@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from studiolo import NotAuthorized, StudioloError, Unauthenticated
 from studiolo.core.model import Attempt, Candidate, Principal, Task
-from studiolo.keys import key_id, public_key_text
+from studiolo.keys import ServiceKey, key_id, public_key_text
 from studiolo.service import Coordinator
 from studiolo.service._trust import receipt_facts
 from studiolo.settings import Settings
@@ -125,6 +125,17 @@ def test_a_service_key_rotated_after_the_backup_stays_rotated(world: World, tmp_
     restore(world.coord.store, file)
     keys = [k["kid"] for k in world.coord.jwks()["keys"]]
     assert keys[0] == rotation.kid and rotation.previous_kid in keys
+
+
+def test_a_remote_organisation_revoked_after_the_backup_stays_revoked(world: World, tmp_path: Path) -> None:
+    world.coord.add_remote_org(world.admin, world.project_id, "acme", {"k1": ServiceKey.generate().public})
+    file = tmp_path / "b.jsonl"
+    backup(world.coord.store, file)
+    world.coord.revoke_remote_org(world.admin, world.project_id, "acme")
+
+    info = restore(world.coord.store, file)
+    assert not world.coord.remote_org(world.admin, world.project_id, "acme").live
+    assert info.carried["remote_orgs_revoked"] == 1
 
 
 # the replaced ledger is gone: fail closed, reconfirm ---------------------------------------
@@ -250,5 +261,29 @@ def test_a_move_to_another_back_end_names_the_ledger_it_replaces(
         assert info.held == () and info.carried["grants_revoked"] == 1
         assert coord.authenticate(token).id == world.agent.id
         assert coord.jwks() == world.coord.jwks()
+    finally:
+        coord.store.dispose()
+
+
+def test_a_held_token_revoked_before_its_reconfirmation_stays_dead(
+    world: World, empty_url: str, tmp_path: Path
+) -> None:
+    admin_token, agent_token = _token(world, world.admin), _token(world, world.agent)
+    file = tmp_path / "b.jsonl"
+    backup(world.coord.store, file)
+    coord = _restored(world, empty_url, file)
+    try:
+        restore(coord.store, file)
+        coord.reconfirm_locally(world.admin.id)
+        admin = coord.authenticate(admin_token)
+        coord.revoke_tokens(admin, world.agent.id)
+        assert coord.reconfirm(admin, world.agent.id).tokens == ()
+        with pytest.raises(Unauthenticated):
+            coord.authenticate(agent_token)
+        # naming a checker's verifiers anew ends their holds
+        coord.register_checker(admin, world.project_id, "unit", "1", "command", {}, [world.verifier.id])
+        held = {h.principal_id: h for h in coord.held_authority()}
+        assert held[world.verifier.id].admissions == ()  # its tokens are still held
+        assert coord.checkers(admin, world.project_id)[0].verifiers == {world.verifier.id}
     finally:
         coord.store.dispose()
