@@ -218,6 +218,12 @@ def _settle_admissions(
             ]
             conn.execute(insert(h), rows)
         carried["admissions_withdrawn"] += len(withdrawn)
+    _drop_withdrawn_holds(conn, sources, carried)
+
+
+def _drop_withdrawn_holds(conn: Connection, sources: Sequence[Known], carried: Counter[str]) -> None:
+    """A hold the backup has, on an admission a replaced ledger has withdrawn since: gone."""
+    h = s.held_admissions
     for project_id, ref, verifier in conn.execute(select(h.c.project_id, h.c.checker, h.c.verifier_id)).all():
         if _withdrawn(sources, (project_id, ref), verifier):  # held in the backup, withdrawn since
             conn.execute(
@@ -243,9 +249,9 @@ def _settle_orgs(conn: Connection, sources: Sequence[Known], carried: Counter[st
     t = s.a2a_remote_orgs
     revoke: list[dict[str, Any]] = []
     for (oid,) in conn.execute(select(t.c.id).where(t.c.revoked_at.is_(None))):
-        revoked = [k.orgs[oid] for k in sources if k.orgs.get(oid) is not None]
+        revoked = [at for k in sources if (at := k.orgs.get(oid)) is not None]
         if revoked:
-            revoke.append({"b_id": oid, "b_at": min(r for r in revoked if r is not None)})
+            revoke.append({"b_id": oid, "b_at": min(revoked)})
     _revoke(conn, t, revoke)
     carried["remote_orgs_revoked"] += len(revoke)
 
