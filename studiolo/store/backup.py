@@ -181,7 +181,10 @@ def restore(store: Store, path: Path, previous: Store | None = None) -> RestoreI
 
 def _known_in(ledger: Store) -> authority.Known:
     with ledger.engine.connect() as conn, conn.begin():
-        return authority.known(conn)
+        found = authority.known(conn)
+    if found is authority.EMPTY:
+        raise BackupError(f"the previous ledger {ledger.engine.url!r} has no ledger tables")
+    return found
 
 
 def _verify(path: Path) -> tuple[dict[str, Any], dict[str, int]]:

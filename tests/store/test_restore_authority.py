@@ -18,7 +18,7 @@ from studiolo.service import Coordinator
 from studiolo.service._trust import receipt_facts
 from studiolo.settings import Settings
 from studiolo.store import Store
-from studiolo.store.backup import backup, restore
+from studiolo.store.backup import BackupError, backup, restore
 from tests.store.pgdb import fresh_database, server_url
 from tests.world import World, build_world
 
@@ -261,6 +261,10 @@ def test_a_move_to_another_back_end_names_the_ledger_it_replaces(
         assert info.held == () and info.carried["grants_revoked"] == 1
         assert coord.authenticate(token).id == world.agent.id
         assert coord.jwks() == world.coord.jwks()
+        typo = Store(Settings.sqlite_url(tmp_path / "typo.db"))
+        with pytest.raises(BackupError):  # a mistyped previous ledger vouches for nothing
+            restore(coord.store, file, previous=typo)
+        typo.dispose()
     finally:
         coord.store.dispose()
 
