@@ -221,6 +221,9 @@ class Client:
         out = self._one(s.RevokedOut, "POST", f"/v1/principals/{_seg(principal_id)}/tokens/revoke")
         return out.revoked
 
+    def reconfirm(self, principal_id: str) -> s.ReconfirmedOut:
+        return self._one(s.ReconfirmedOut, "POST", f"/v1/principals/{_seg(principal_id)}/reconfirm")
+
     def set_public_key(self, principal_id: str, public_key: str) -> s.PrincipalOut:
         from studiolo.api import requests as q
 

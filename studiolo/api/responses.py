@@ -39,6 +39,7 @@ __all__ = [
     "PrincipalOut",
     "ProjectOut",
     "ReceiptOut",
+    "ReconfirmedOut",
     "RemoteOrgOut",
     "RevokedOut",
     "TaskOut",
@@ -85,6 +86,17 @@ class IssuedOut(_Out):
 
 class RevokedOut(_Out):
     revoked: int
+
+
+class ReconfirmedOut(_Out):
+    """What a reconfirmation vouched for (`studiolo.service.reconfirm.Reconfirmed`)."""
+
+    principal_id: str
+    tokens: list[str]
+    admissions: list[str]
+    grants: list[str]
+    key_id: str | None
+    event_seq: int | None
 
 
 class CollectedOut(_Out):
