@@ -76,6 +76,7 @@ class Runner:
         # cannot isolate raises IsolationUnavailable here, before any work is taken.
         self.isolation = None if unsafe_no_isolation else isolation or Isolation.probe(self.limits.run_as)
         self.workdir = workdir
+        Workspace.remove_stale(workdir)  # trees left by a verifier killed mid-check
         self.clock = clock
         self.echo = echo
         self._passed_over: set[tuple[str, str]] = set()  # (candidate, criterion) skipped for good
@@ -149,7 +150,7 @@ class Runner:
     def _check(
         self, item: VerificationItem, checker: Checker, spec: CandidateTree
     ) -> tuple[CheckOutcome, bytes]:
-        with Workspace(self.workdir) as ws:
+        with Workspace(self.workdir, self._group()) as ws:
             try:
                 materialize(spec, self.port.blob, ws.tree, self.limits.tree_bytes)
             except (TreeConflict, TreeTooLarge) as exc:
@@ -162,6 +163,11 @@ class Runner:
                 note = "checker modified its input: " + "; ".join(problems)
                 outcome = CheckOutcome(False, outcome.log + f"\n[{note}]\n".encode(), note)
             return outcome, _log(item, spec, sealed, outcome)
+
+    def _group(self) -> int | None:
+        """The group that may reach an unisolated check's tree (`--run-as`), else None."""
+        run_as = self.limits.run_as
+        return run_as[1] if self.isolation is None and run_as is not None else None
 
     def _run_checker(self, checker: Checker, item: VerificationItem, ws: Workspace) -> CheckOutcome:
         sandbox = Sandbox(ws, self.limits, isolation=self.isolation)

@@ -19,9 +19,11 @@ explicit, and the checker's output never grows without bound.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -81,12 +83,22 @@ class ProcessResult:
 
 
 class Workspace:
-    """A fresh temporary directory for one check; removed on exit, whatever the checker did."""
+    """A fresh temporary directory for one check; removed on exit, whatever the checker did.
 
+    The directory is private (0700, or 0750 with the group of `--run-as` for an unisolated
+    check that must reach its tree), so no other local user can read the candidate while it
+    is checked; an isolated check reaches the tree through its own mount view. The verifier
+    holds an exclusive `flock` on it while it exists: `remove_stale` (run when a runner
+    starts) removes only workspaces nobody holds, those of a verifier that was killed.
+    """
+
+    PREFIX = "studiolo-verify-"
     _EXPECTED = frozenset({"tree", "scratch", "inputs", "reports", "output.log"})
 
-    def __init__(self, parent: Path | None = None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="studiolo-verify-", dir=parent))
+    def __init__(self, parent: Path | None = None, group: int | None = None) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=self.PREFIX, dir=parent))  # 0700
+        self._lock = _lock(self.root)
+        self._group = group
         self.tree = self.root / "tree"
         self.scratch = self.root / "scratch"
         self.inputs = self.root / "inputs"
@@ -99,13 +111,37 @@ class Workspace:
         self.output.touch(mode=0o600)
         self._sealed_digest: str | None = None
 
+    @classmethod
+    def remove_stale(cls, parent: Path | None = None) -> list[Path]:
+        """Remove the workspaces under `parent` (default: the temp dir) that this user owns
+        and no live verifier holds: those left by a verifier killed mid-check."""
+        where = Path(parent or tempfile.gettempdir())
+        removed = []
+        for path in sorted(where.glob(cls.PREFIX + "*")):
+            st = path.lstat()
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+                continue
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live check
+                    remove_tree(path)
+                    removed.append(path)
+                finally:
+                    os.close(fd)
+        return removed
+
     def seal(self) -> str:
         """Make the tree and the workspace root read-only; remember the tree's digest."""
         for dirpath, _dirnames, filenames in os.walk(self.tree, topdown=False):
             for name in filenames:
                 os.chmod(os.path.join(dirpath, name), 0o444)
             os.chmod(dirpath, 0o555)
-        os.chmod(self.root, 0o555)
+        if self._group is not None:
+            os.chown(self.root, -1, self._group)
+            os.chmod(self.root, 0o550)
+        else:
+            os.chmod(self.root, 0o500)
         self._sealed_digest = tree_digest(self.tree)
         return self._sealed_digest
 
@@ -125,7 +161,17 @@ class Workspace:
     def __exit__(
         self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
     ) -> None:
-        remove_tree(self.root)
+        try:
+            remove_tree(self.root)
+        finally:
+            os.close(self._lock)
+
+
+def _lock(root: Path) -> int:
+    """An fd on `root` holding an exclusive flock (close-on-exec: checks never inherit it)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 class Sandbox:
@@ -223,14 +269,14 @@ class Sandbox:
             return None
         return self.isolation.cgroups.create(self.limits.memory_bytes, self.limits.processes)
 
-    def _command(self, argv: Sequence[str], network: bool) -> list[str]:
+    def _command(self, argv: Sequence[str], network: bool, seccomp_fd: int | None) -> list[str]:
         if self.isolation is None:
             if self.limits.run_as is not None:
                 os.chown(self.scratch, *self.limits.run_as)
             return list(argv)
         ws = self.workspace
         view = View(ws.tree, ws.scratch, ws.inputs, ws.reports, self.limits.scratch_bytes, network)
-        return self.isolation.wrap(argv, view)
+        return self.isolation.wrap(argv, view, seccomp_fd=seccomp_fd)
 
     def _run(
         self,
@@ -240,20 +286,26 @@ class Sandbox:
         network: bool,
         group: CheckCgroup | None,
     ) -> ProcessResult:
-        command = self._command(argv, network)
+        fd = self.isolation.filter_fd() if self.isolation is not None else None
+        command = self._command(argv, network, fd)
         start = time.monotonic()
         with open(self.workspace.output, "wb") as out:
-            proc = subprocess.Popen(
-                command,
-                cwd=self.tree,
-                env=self.env(env),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_child_setup(self.limits, wall, group, self.isolation is None),
-                close_fds=True,
-            )
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    cwd=self.tree,
+                    env=self.env(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_child_setup(self.limits, wall, group, self.isolation is None),
+                    close_fds=True,
+                    pass_fds=() if fd is None else (fd,),
+                )
+            finally:
+                if fd is not None:
+                    os.close(fd)
             timed_out = False
             try:
                 code: int | None = proc.wait(timeout=wall)
