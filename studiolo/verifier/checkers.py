@@ -12,7 +12,6 @@ exception is the verifier's own trouble and yields no receipt at all.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import sys
@@ -23,8 +22,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 from xml.etree import ElementTree
 
-from studiolo.core.canonical import digest_bytes, is_digest
+from studiolo.core.canonical import is_digest
 from studiolo.core.paths import matches_any
+from studiolo.verifier import inside
 from studiolo.verifier.sandbox import ProcessResult, Sandbox
 
 __all__ = [
@@ -174,7 +174,8 @@ def junit_verdict(path: Path) -> str | None:
 
 
 class DigestEqualsChecker(Checker):
-    """`{"files": {"dist/app.bin": "sha256:…"}}`: passes iff every file has exactly that digest."""
+    """`{"files": {"dist/app.bin": "sha256:…"}}`: passes iff every file has exactly that digest.
+    The files are hashed inside the sandbox, like every other check."""
 
     kind = "digest-equals"
 
@@ -182,12 +183,16 @@ class DigestEqualsChecker(Checker):
         wanted = config.get("files")
         if not isinstance(wanted, Mapping) or not wanted:
             raise CheckerConfigError("digest-equals config 'files' maps paths to sha256 digests")
-        lines, ok = [], True
-        for path, digest in sorted(wanted.items()):
+        for path, digest in wanted.items():
             if not isinstance(path, str) or not is_digest(digest):
                 raise CheckerConfigError(f"digest-equals: {path!r} needs a sha256 digest")
-            data = _read(tree, path)
-            actual = digest_bytes(data) if data is not None else "missing"
+        inside_tree = sorted(p for p in wanted if _in_tree(tree, p))
+        result, report = _run_inside(sandbox, "digests.py", inside_tree, config)
+        if not isinstance(report, dict):
+            return _process_outcome(result, sandbox)
+        lines, ok = [], True
+        for path, digest in sorted(wanted.items()):
+            actual = report.get(path) or "missing"
             lines.append(f"{'ok  ' if actual == digest else 'FAIL'} {path}: {actual} (want {digest})")
             ok = ok and actual == digest
         good = sum(line.startswith("ok") for line in lines)
@@ -197,65 +202,81 @@ class DigestEqualsChecker(Checker):
 class JsonSchemaChecker(Checker):
     """`{"schema": {...} | "schema_path": "schemas/x.json", "files": ["data/**/*.json"]}`:
     passes iff at least one file matches and every matching file is JSON valid against
-    the schema (its `$schema` picks the draft; 2020-12 by default)."""
+    the schema (its `$schema` picks the draft; 2020-12 by default).
+
+    Parsing and validation run inside the sandbox (`inside/json_schema.py`), bounded in time
+    and memory: a document nested 200,000 deep or a pattern that backtracks forever is a
+    failed receipt, never the verifier's own crash or hang."""
 
     kind = "json-schema"
 
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
-        jsonschema: Any = importlib.import_module("jsonschema")
         schema = self._schema(tree, config)
         patterns = _strings(config.get("files"), "json-schema config 'files'")
-        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        try:
-            validator_cls.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise CheckerConfigError(f"json-schema: the schema is invalid: {exc.message}") from exc
-        validator = validator_cls(schema)
         paths = [p for p in _files(tree) if matches_any(patterns, p)]
-        lines = [f"{p}: {msg}" for p in paths for msg in _errors(validator, tree, p)]
         if not paths:
-            lines.append(f"no file matches {patterns}")
-        ok = bool(paths) and not lines
+            return CheckOutcome(False, f"no file matches {patterns}\n".encode(), "0 file(s) checked")
+        schema_file = sandbox.input_file("schema.json", schema)
+        request = {"schema": str(schema_file), "files": paths}
+        result, report = _run_inside(sandbox, "json_schema.py", request, config)
+        if not isinstance(report, dict):
+            return _process_outcome(result, sandbox)
+        if "misconfigured" in report:
+            raise CheckerConfigError(f"json-schema: {report['misconfigured']}")
+        problems = report.get("problems") or {}
+        lines = [f"{p}: {msg}" for p in paths for msg in problems.get(p, [])]
         summary = f"{len(paths)} file(s) checked, {len(lines)} problem(s)"
-        return CheckOutcome(ok, ("\n".join(lines) or "all valid").encode() + b"\n", summary)
+        return CheckOutcome(not lines, ("\n".join(lines) or "all valid").encode() + b"\n", summary)
 
     @staticmethod
-    def _schema(tree: Path, config: Mapping[str, Any]) -> Any:
+    def _schema(tree: Path, config: Mapping[str, Any]) -> bytes:
+        """The schema's bytes (parsed inside the sandbox only)."""
         if "schema" in config:
-            return config["schema"]
+            return json.dumps(config["schema"]).encode()
         path = config.get("schema_path")
         if not isinstance(path, str):
             raise CheckerConfigError("json-schema config needs 'schema' or 'schema_path'")
         data = _read(tree, path)
         if data is None:
             raise CheckerConfigError(f"json-schema: {path} is not in the tree")
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise CheckerConfigError(f"json-schema: {path} is not JSON: {exc}") from exc
+        return data
 
 
-def _errors(validator: Any, tree: Path, path: str) -> Iterable[str]:
-    data = _read(tree, path)
+def _run_inside(
+    sandbox: Sandbox, program: str, request: object, config: Mapping[str, Any]
+) -> tuple[ProcessResult, Any]:
+    """Run one of `inside/`'s programs in the sandbox; its report, or None if it did not finish."""
+    stem = program.removesuffix(".py")
+    script = sandbox.input_file(program, inside.source(program))
+    req = sandbox.input_file(f"{stem}.request.json", json.dumps(request).encode())
+    report = sandbox.report_file(f"{stem}.report.json")
+    result = sandbox.run([sys.executable, "-I", str(script), str(req), str(report)], timeout=_timeout(config))
+    if result.exit_code != 0 or result.timed_out:
+        return result, None
     try:
-        instance = json.loads(data or b"")
-    except ValueError as exc:
-        return [f"not JSON: {exc}"]
-    found = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
-    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in found[:50]]
+        if report.stat().st_size > _MAX_REPORT:
+            return result, None
+        return result, json.loads(report.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return result, None
 
 
 def _files(tree: Path) -> list[str]:
     return sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file())
 
 
+def _in_tree(tree: Path, rel: str) -> bool:
+    """A regular file inside the tree, reached without leaving it."""
+    path = (tree / rel).resolve()
+    return tree.resolve() in path.parents and path.is_file()
+
+
 def _read(tree: Path, rel: str) -> bytes | None:
     """A regular file inside the tree (no symlinks, no escaping), or None."""
-    path = (tree / rel).resolve()
-    root = tree.resolve()
-    if root not in path.parents or not path.is_file() or path.stat().st_size > _MAX_READ:
+    if not _in_tree(tree, rel):
         return None
-    return path.read_bytes()
+    path = (tree / rel).resolve()
+    return None if path.stat().st_size > _MAX_READ else path.read_bytes()
 
 
 BUILTIN_CHECKERS: tuple[Checker, ...] = (

@@ -123,6 +123,8 @@ class Runner:
         except (StudioloError, IntegrityError, OSError) as exc:
             reason = f" [{exc.reason}]" if isinstance(exc, StudioloError) else ""
             return report("error", f"{type(exc).__name__}{reason}: {exc}")
+        except Exception as exc:  # a checker kind's own bug: no receipt, and never the loop's end
+            return report("error", f"the checker kind failed: {type(exc).__name__}: {str(exc)[:500]}")
         return report("pass" if outcome.passed else "fail", outcome.summary, rid)
 
     def _checker(self, item: VerificationItem) -> Checker:
