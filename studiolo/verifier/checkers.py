@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 from xml.etree import ElementTree
 
-from studiolo.core.canonical import is_digest
-from studiolo.core.paths import matches_any
+from studiolo._exceptions import InvalidPath
+from studiolo.core.canonical import digest_bytes, is_digest
+from studiolo.core.enums import VerdictIsolation
+from studiolo.core.paths import matches_any, normalize_path
 from studiolo.verifier import inside
 from studiolo.verifier.sandbox import ProcessResult, Sandbox
 
@@ -35,6 +37,7 @@ __all__ = [
     "CommandChecker",
     "DigestEqualsChecker",
     "JsonSchemaChecker",
+    "OutputsChecker",
     "PytestChecker",
     "registry",
 ]
@@ -55,6 +58,10 @@ class CheckerConfigError(Exception):
 
 class Checker(ABC):
     kind: ClassVar[str]
+    # Where this kind computes its verdict, signed into every receipt (docs/verifiers.md):
+    # SHARED when the candidate's code runs in the process that decides (it can forge the
+    # verdict); SEPARATE only when no candidate code ever runs where the verdict is computed.
+    verdict_isolation: ClassVar[VerdictIsolation] = VerdictIsolation.SHARED
 
     @abstractmethod
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
@@ -178,6 +185,7 @@ class DigestEqualsChecker(Checker):
     The files are hashed inside the sandbox, like every other check."""
 
     kind = "digest-equals"
+    verdict_isolation = VerdictIsolation.SEPARATE  # hashing runs no candidate code
 
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
         wanted = config.get("files")
@@ -209,6 +217,7 @@ class JsonSchemaChecker(Checker):
     failed receipt, never the verifier's own crash or hang."""
 
     kind = "json-schema"
+    verdict_isolation = VerdictIsolation.SEPARATE  # the candidate's files are data here, never code
 
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
         schema = self._schema(tree, config)
@@ -240,6 +249,90 @@ class JsonSchemaChecker(Checker):
         if data is None:
             raise CheckerConfigError(f"json-schema: {path} is not in the tree")
         return data
+
+
+class OutputsChecker(Checker):
+    """The candidate's program runs in one sandbox; the assertions over what it wrote run in
+    another that holds no candidate code. The verdict is computed where the candidate's code
+    never ran, so it cannot be forged — only the outputs can be, and they are what is judged.
+
+    ```
+    {"run": ["python3", "tests/emit.py"],            # stage 1: cwd = the candidate's tree;
+                                                     #   writes files into $STUDIOLO_OUTPUTS
+                                                     #   (its stdout is kept as `stdout` there)
+     "assert": ["python3", "tests/check_calc.py"],   # stage 2: cwd = the pinned files below;
+                                                     #   reads the outputs at $STUDIOLO_OUTPUTS
+     "assertions": {"tests/check_calc.py": "sha256:…"},  # copied from the tree, digest-checked
+     "timeout": 60}                                  # per stage
+    ```
+
+    Passes iff the program exits 0 and the assertion exits 0, each within the timeout.
+    An assertion file that is missing or not the pinned bytes (a candidate that edited it)
+    is a failure. Stage 1 packs the outputs into one archive (bounded by the scratch tmpfs
+    and the file size limit); stage 2 unpacks it as plain files only.
+    """
+
+    kind = "outputs"
+    verdict_isolation = VerdictIsolation.SEPARATE
+
+    def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
+        program = _strings(config.get("run"), "outputs config 'run'")
+        assertion = _strings(config.get("assert"), "outputs config 'assert'")
+        pinned = config.get("assertions")
+        if not program or not assertion or not isinstance(pinned, Mapping) or not pinned:
+            raise CheckerConfigError("outputs config needs 'run', 'assert' and 'assertions' (path → sha256)")
+        files, problems = _pinned(tree, pinned)
+        if problems:
+            return CheckOutcome(False, "\n".join(problems).encode() + b"\n", problems[0])
+        first = self._produce(program, config, sandbox)
+        if first.exit_code != 0 or first.timed_out:
+            return _process_outcome(first, sandbox, f"the program: {first.describe()}", False)
+        archive = (sandbox.workspace.reports / "outputs.tar").read_bytes()
+        with sandbox.separate(files) as judge:
+            second = self._judge(assertion, archive, config, judge)
+        log = _process_outcome(first, sandbox).log + b"\n--- assertions (no candidate code) ---\n"
+        judged = _process_outcome(second, sandbox, f"the assertions: {second.describe()}")
+        return CheckOutcome(judged.passed, log + judged.log, judged.summary)
+
+    @staticmethod
+    def _produce(program: list[str], config: Mapping[str, Any], sandbox: Sandbox) -> ProcessResult:
+        script = sandbox.input_file("pack_outputs.py", inside.source("pack_outputs.py"))
+        archive = sandbox.report_file("outputs.tar")
+        outdir = sandbox.scratch / "outputs"
+        argv = [sys.executable, "-I", str(script), str(outdir), str(archive), "--", *program]
+        return sandbox.run(argv, timeout=_timeout(config), network=_network(config))
+
+    @staticmethod
+    def _judge(
+        assertion: list[str], archive: bytes, config: Mapping[str, Any], judge: Sandbox
+    ) -> ProcessResult:
+        script = judge.input_file("unpack_outputs.py", inside.source("unpack_outputs.py"))
+        packed = judge.input_file("outputs.tar", archive)
+        outdir = judge.scratch / "outputs"
+        argv = [sys.executable, "-I", str(script), str(packed), str(outdir), "--", *assertion]
+        return judge.run(argv, timeout=_timeout(config))
+
+
+def _pinned(tree: Path, pinned: Mapping[str, Any]) -> tuple[dict[str, bytes], list[str]]:
+    """The assertion files, read from the tree and checked against their pinned digests."""
+    files: dict[str, bytes] = {}
+    problems = []
+    for path, digest in sorted(pinned.items()):
+        if not isinstance(path, str) or not is_digest(digest) or not _normal(path):
+            raise CheckerConfigError(f"outputs: assertion {path!r} needs a normal path and a sha256 digest")
+        data = _read(tree, path)
+        if data is None or digest_bytes(data) != digest:
+            problems.append(f"assertion file {path} is missing or not the pinned bytes {digest}")
+        else:
+            files[path] = data
+    return files, problems
+
+
+def _normal(path: str) -> bool:
+    try:
+        return normalize_path(path) == path
+    except InvalidPath:
+        return False
 
 
 def _run_inside(
@@ -284,6 +377,7 @@ BUILTIN_CHECKERS: tuple[Checker, ...] = (
     PytestChecker(),
     JsonSchemaChecker(),
     DigestEqualsChecker(),
+    OutputsChecker(),
 )
 
 

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from studiolo._exceptions import StudioloError
 from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes, digest_json
+from studiolo.core.enums import VerdictIsolation
 from studiolo.keys import sign
 from studiolo.verifier.checkers import Checker, CheckerConfigError, CheckOutcome, registry
 from studiolo.verifier.isolation import Isolation
@@ -117,7 +118,7 @@ class Runner:
             checker = self._checker(item)
             spec = self._tree(item)
             outcome, log = self._check(item, checker, spec)
-            rid = self._post(item, outcome, log)
+            rid = self._post(item, outcome, log, checker)
         except _Skip as exc:
             return report("skipped", str(exc))
         except (StudioloError, IntegrityError, OSError) as exc:
@@ -178,7 +179,12 @@ class Runner:
         except CheckerConfigError as exc:
             return CheckOutcome(False, f"checker misconfigured: {exc}\n".encode(), f"misconfigured: {exc}")
 
-    def _post(self, item: VerificationItem, outcome: CheckOutcome, log: bytes) -> str:
+    def _isolation_of(self, checker: Checker) -> VerdictIsolation:
+        """What the kind declares; without isolation nothing keeps the candidate's processes
+        away from the verdict (they may outlive a stage and share the uid): `shared`."""
+        return checker.verdict_isolation if self.isolation is not None else VerdictIsolation.SHARED
+
+    def _post(self, item: VerificationItem, outcome: CheckOutcome, log: bytes, checker: Checker) -> str:
         log_digest = self.port.put_blob(log)
         if log_digest != digest_bytes(log):
             raise IntegrityError("the service stored the log under another digest")
@@ -194,6 +200,7 @@ class Runner:
             "issued_at": int(self.clock() * 1000),
             "issuer": item.issuer,
             "log_digest": log_digest,
+            "verdict_isolation": self._isolation_of(checker).value,
         }
         return self.port.post_receipt(item.candidate_id, body, sign(self.key, body))
 

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -98,7 +98,7 @@ class Workspace:
     def __init__(self, parent: Path | None = None, group: int | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix=self.PREFIX, dir=parent))  # 0700
         self._lock = _lock(self.root)
-        self._group = group
+        self.group = group
         self.tree = self.root / "tree"
         self.scratch = self.root / "scratch"
         self.inputs = self.root / "inputs"
@@ -137,8 +137,8 @@ class Workspace:
             for name in filenames:
                 os.chmod(os.path.join(dirpath, name), 0o444)
             os.chmod(dirpath, 0o555)
-        if self._group is not None:
-            os.chown(self.root, -1, self._group)
+        if self.group is not None:
+            os.chown(self.root, -1, self.group)
             os.chmod(self.root, 0o550)
         else:
             os.chmod(self.root, 0o500)
@@ -193,6 +193,20 @@ class Sandbox:
     @property
     def scratch(self) -> Path:
         return self.workspace.scratch
+
+    @contextlib.contextmanager
+    def separate(self, files: Mapping[str, bytes]) -> Iterator[Sandbox]:
+        """A second sandbox for this check, with a fresh workspace whose tree holds only
+        `files` (relative paths): no candidate bytes, and (isolated) none of the candidate's
+        processes, which died with the first sandbox's PID namespace. Where a verdict the
+        candidate cannot touch is computed (kind `outputs`)."""
+        with Workspace(self.workspace.root.parent, self.workspace.group) as ws:
+            for rel, data in sorted(files.items()):
+                target = ws.tree / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            ws.seal()
+            yield Sandbox(ws, self.limits, isolation=self.isolation)
 
     def input_file(self, name: str, data: bytes) -> Path:
         """A file the checker may read but not change (the path is the same inside)."""
