@@ -34,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 
 from studiolo.verifier.cgroups import CheckCgroup
+from studiolo.verifier.channel import Channel
 from studiolo.verifier.isolation import Isolation, View
 from studiolo.verifier.tree import remove_tree, tree_digest
 
@@ -268,12 +269,16 @@ class Sandbox:
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         network: bool = False,
+        channel: Channel | None = None,
     ) -> ProcessResult:
-        """Run `argv` with cwd = the read-only tree; kill everything it started when done."""
+        """Run `argv` with cwd = the read-only tree; kill everything it started when done.
+        With a `channel`, the first process inherits its write end (`$STUDIOLO_CHANNEL_FD`)."""
         wall = self.limits.effective_timeout(timeout)
         group = self._cgroup()
+        if channel is not None:
+            env = {**(env or {}), Channel.ENV: str(channel.write_fd)}
         try:
-            return self._run(argv, wall, env, network, group)
+            return self._run(argv, wall, env, network, group, channel)
         finally:
             if group is not None:
                 group.remove()
@@ -299,9 +304,11 @@ class Sandbox:
         env: Mapping[str, str] | None,
         network: bool,
         group: CheckCgroup | None,
+        channel: Channel | None,
     ) -> ProcessResult:
         fd = self.isolation.filter_fd() if self.isolation is not None else None
         command = self._command(argv, network, fd)
+        fds = tuple(f for f in (fd, channel.write_fd if channel else None) if f is not None)
         start = time.monotonic()
         with open(self.workspace.output, "wb") as out:
             try:
@@ -315,11 +322,13 @@ class Sandbox:
                     start_new_session=True,
                     preexec_fn=_child_setup(self.limits, wall, group, self.isolation is None),
                     close_fds=True,
-                    pass_fds=() if fd is None else (fd,),
+                    pass_fds=fds,
                 )
             finally:
                 if fd is not None:
                     os.close(fd)
+                if channel is not None:
+                    channel.started()
             timed_out = False
             try:
                 code: int | None = proc.wait(timeout=wall)
