@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import sys
 from collections import Counter
 from collections.abc import Mapping
@@ -33,7 +34,6 @@ __all__ = ["PytestChecker", "session_verdict"]
 
 _SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran)\s+in [\d.]+s", re.MULTILINE)
 _INI_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-_PLUGIN = "studiolo_pytest_report"
 
 
 class PytestChecker(Checker):
@@ -48,8 +48,11 @@ class PytestChecker(Checker):
 
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
         args = strings(config.get("args", []), "pytest config 'args'")
-        plugin = sandbox.input_file(f"{_PLUGIN}.py", inside.source("pytest_report.py"))
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", _PLUGIN]
+        # a fresh module name: a module of the same name in the tree (first on sys.path under
+        # `-m`) cannot stand in for the plugin
+        name = f"studiolo_report_{secrets.token_hex(8)}"
+        plugin = sandbox.input_file(f"{name}.py", inside.source("pytest_report.py"))
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", name]
         argv += ["--rootdir", str(tree)]
         if not any((tree / name).is_file() for name in _INI_FILES):
             # stop pytest looking above the tree for config

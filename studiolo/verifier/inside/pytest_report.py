@@ -1,6 +1,6 @@
 """Inside a check: a pytest plugin that reports the session over the runner's channel.
 
-Loaded with `-p studiolo_pytest_report` before any conftest or test module is imported. It
+Loaded as `-p studiolo_report_<random hex>` before any conftest or test module is imported. It
 takes the channel's fd from `$STUDIOLO_CHANNEL_FD` (and removes the variable), then writes
 one JSON line per event: how many tests were collected, each test phase's outcome, and the
 session's exit status. No report file exists, so there is no path for a candidate to find
