@@ -65,7 +65,8 @@ EXPLANATIONS: Mapping[Reason, tuple[str, str]] = {
     ),
     Reason.EVIDENCE_NOT_SEPARATE: (
         "A cited pass was computed where the candidate's code ran, and the criterion forbids that.",
-        "have it checked by a checker kind whose verdict is separate (e.g. `outputs`).",
+        "have the candidate checked by a checker whose kind is `separate` (e.g. `outputs`), "
+        "or an admin migrates the contract.",
     ),
     Reason.EVIDENCE_MISSING: (
         "A required criterion has no trusted, bound receipt.",
