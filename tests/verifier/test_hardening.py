@@ -6,6 +6,7 @@ outlived a killed verifier."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from studiolo.verifier.isolation import Isolation
+from studiolo.verifier.isolation import Isolation, View
 from studiolo.verifier.sandbox import Limits, Sandbox, Workspace
 from tests.verifier.conftest import MakeRunner
 
@@ -111,3 +112,24 @@ def test_trees_left_by_a_killed_verifier_are_removed_when_a_runner_starts(
         make_runner()
         assert not stale.exists()
         assert live.root.is_dir()
+
+
+def test_a_verifier_that_is_not_root_also_disables_nested_user_namespaces(
+    isolation: Isolation, tmp_path: Path
+) -> None:
+    """As another user the check keeps the verifier's uid in a user namespace of its own:
+    bubblewrap's `--disable-userns` forbids a nested one (on top of the seccomp filter)."""
+    unprivileged = dataclasses.replace(isolation, uid=None, gid=None, disable_userns=True)
+    view = View(tmp_path, tmp_path / "s", tmp_path, tmp_path, None)
+    argv = unprivileged.wrap(["true"], view, seccomp_fd=7)
+    assert {"--unshare-user", "--disable-userns"} <= set(argv)
+    assert argv[argv.index("--seccomp") + 1] == "7"
+    assert "nested user namespaces disabled" in unprivileged.describe()
+
+
+def test_the_filter_exists_only_for_architectures_it_knows() -> None:
+    from studiolo.verifier import seccomp
+
+    program = seccomp.program("x86_64")
+    assert program is not None and len(program) % 8 == 0
+    assert seccomp.program("riscv64") is None
