@@ -210,3 +210,20 @@ def test_older_contracts_keep_their_hash(world: World) -> None:
     task = world.new_task()
     assert "separate_verdict" not in task.contract.to_json()
     assert task.contract_hash == task.contract.hash
+
+
+def test_without_isolation_every_verdict_is_signed_shared(world: World, make_runner: MakeRunner) -> None:
+    """Unisolated, the candidate's processes may outlive stage 1 and share the uid: nothing
+    keeps them from the verdict, so even `outputs` signs `shared`."""
+    checker = _outputs_checker(world)
+    _project(world)
+    task = world.new_task(criteria={"tests": checker}, scope=["src/**"], separate_verdict=["tests"])
+    attempt = world.coord.claim(world.agent, task.id)
+    cand = world.candidate(attempt, {"src/calc.py": HONEST})
+    [report] = make_runner(unsafe_no_isolation=True).run_once()
+    assert report.status == "pass", report.summary
+    assert (
+        world.coord.receipt(world.agent, report.receipt_id or "").verdict_isolation is VerdictIsolation.SHARED
+    )
+    with pytest.raises(CompletionRejected, match="evidence_not_separate"):
+        world.complete(task, attempt, cand, [report.receipt_id or ""])
