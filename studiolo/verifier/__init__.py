@@ -4,7 +4,8 @@ run an admitted checker in a sandbox, keep the log, sign and post the receipt.
     port.py       VerifierPort: what a verifier needs from the service
     inprocess.py  the port over a Coordinator;  http.py  the port over the HTTP API
     tree.py       materialize / digest / remove a candidate tree
-    sandbox.py    Workspace, Limits, Sandbox (isolation, per-check limits, timeout)
+    workspace.py  Workspace: a check's private directory, held by flock; stale ones removed
+    sandbox.py    Limits, Sandbox (isolation, per-check limits, timeout)
     isolation.py  Isolation: bubblewrap namespaces, mount view, unprivileged uid
     seccomp.py    the seccomp filter of every check: no keyrings, no nested user namespaces
     cgroups.py    per-check cgroups: memory and process limits for a whole check

@@ -146,13 +146,12 @@ def _run_inside(
     req = sandbox.input_file(f"{stem}.request.json", json.dumps(request).encode())
     report = sandbox.report_file(f"{stem}.report.json")
     result = sandbox.run([sys.executable, "-I", str(script), str(req), str(report)], timeout=timeout(config))
-    if result.exit_code != 0 or result.timed_out:
+    data = sandbox.read_report(report.name, _MAX_REPORT)
+    if result.exit_code != 0 or result.timed_out or data is None:
         return result, None
     try:
-        if report.stat().st_size > _MAX_REPORT:
-            return result, None
-        return result, json.loads(report.read_bytes())
-    except (OSError, ValueError, RecursionError):
+        return result, json.loads(data)
+    except (ValueError, RecursionError):
         return result, None
 
 

@@ -33,6 +33,8 @@ from studiolo.verifier.sandbox import ProcessResult, Sandbox
 
 __all__ = ["OutputsChecker"]
 
+_MAX_ARCHIVE = 256 * 1024 * 1024
+
 
 class OutputsChecker(Checker):
     """The candidate's program runs in one sandbox; the assertions over what it wrote run in
@@ -70,7 +72,9 @@ class OutputsChecker(Checker):
         first = self._produce(program, config, sandbox)
         if first.exit_code != 0 or first.timed_out:
             return process_outcome(first, sandbox, f"the program: {first.describe()}", False)
-        archive = (sandbox.workspace.reports / "outputs.tar").read_bytes()
+        archive = sandbox.read_report("outputs.tar", sandbox.limits.file_bytes or _MAX_ARCHIVE)
+        if archive is None:
+            return process_outcome(first, sandbox, "the program's outputs are not a regular file", False)
         with sandbox.separate(files) as judge:
             second = self._judge(assertion, archive, config, judge)
         log = process_outcome(first, sandbox).log + b"\n--- assertions (no candidate code) ---\n"
