@@ -77,7 +77,8 @@ class Runner:
         # cannot isolate raises IsolationUnavailable here, before any work is taken.
         self.isolation = None if unsafe_no_isolation else isolation or Isolation.probe(self.limits.run_as)
         self.workdir = workdir
-        Workspace.remove_stale(workdir)  # trees left by a verifier killed mid-check
+        # trees left by a verifier killed mid-check (none younger than one check may last)
+        Workspace.remove_stale(workdir, older_than=self.limits.timeout + 60)
         self.clock = clock
         self.echo = echo
         self._passed_over: set[tuple[str, str]] = set()  # (candidate, criterion) skipped for good

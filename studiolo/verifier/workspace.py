@@ -14,6 +14,7 @@ import fcntl
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -52,16 +53,19 @@ class Workspace:
         self._sealed_digest: str | None = None
 
     @classmethod
-    def remove_stale(cls, parent: Path | None = None) -> list[Path]:
-        """Remove the workspaces under `parent` (default: the temp dir) that this user owns
-        and no live verifier holds: those left by a verifier killed mid-check."""
+    def remove_stale(cls, parent: Path | None = None, older_than: float = 0.0) -> list[Path]:
+        """Remove the workspaces under `parent` (default: the temp dir) that this user owns,
+        no live verifier holds, and nothing changed for `older_than` seconds (a verifier of an
+        older version takes no lock, and may still be checking in a younger one): those left
+        by a verifier killed mid-check."""
         where = Path(parent or tempfile.gettempdir())
+        cutoff = time.time() - older_than
         removed = []
         for path in sorted(where.glob(cls.PREFIX + "*")):
-            st = path.lstat()
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-                continue
             with contextlib.suppress(OSError):
+                st = path.lstat()
+                if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mtime > cutoff:
+                    continue
                 fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live check

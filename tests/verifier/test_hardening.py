@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -108,10 +109,15 @@ def test_trees_left_by_a_killed_verifier_are_removed_when_a_runner_starts(
     assert done.returncode == -signal.SIGKILL
     stale = Path(done.stdout.strip())
     assert (stale / "tree" / "f.txt").is_file()
-    with Workspace(workdir) as live:  # a check in progress elsewhere is left alone
+    # unlocked but young: perhaps the check of an older verifier that takes no lock
+    fresh = Path(tempfile.mkdtemp(prefix=Workspace.PREFIX, dir=workdir))
+    long_ago = (1_000_000, 1_000_000)
+    os.utime(stale, long_ago)
+    with Workspace(workdir) as live:  # a check in progress elsewhere is left alone, however old
+        os.utime(live.root, long_ago)
         make_runner()
         assert not stale.exists()
-        assert live.root.is_dir()
+        assert live.root.is_dir() and fresh.is_dir()
 
 
 def test_a_verifier_that_is_not_root_also_disables_nested_user_namespaces(
