@@ -315,6 +315,7 @@ class Client:
         policy_version: int | None = None,
         requires_deployment: bool = False,
         allow_evidence_reuse: bool = False,
+        separate_verdict: Iterable[str] = (),
         project: str | None = None,
     ) -> s.TaskOut:
         from studiolo.api import requests as q
@@ -327,6 +328,7 @@ class Client:
             policy_version=policy_version,
             requires_deployment=requires_deployment,
             allow_evidence_reuse=allow_evidence_reuse,
+            separate_verdict=list(separate_verdict),
         )
         return self._one(s.TaskOut, "POST", f"{self._p(project)}/tasks", body)
 
@@ -353,6 +355,7 @@ class Client:
         criteria: Mapping[str, str] | None = None,
         scope: Iterable[str] | None = None,
         policy_version: int | None = None,
+        separate_verdict: Iterable[str] | None = None,
     ) -> s.TaskOut:
         from studiolo.api import requests as q
 
@@ -360,6 +363,7 @@ class Client:
             criteria=dict(criteria) if criteria is not None else None,
             scope=list(scope) if scope is not None else None,
             policy_version=policy_version,
+            separate_verdict=list(separate_verdict) if separate_verdict is not None else None,
         )
         return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/migrate", body)
 

@@ -139,6 +139,7 @@ class ContractOut(_Out):
     policy_version: int
     requires_deployment: bool
     allow_evidence_reuse: bool
+    separate_verdict: list[str] = []  # criteria whose passes must come from a separate verdict
 
 
 class TaskOut(_Out):

@@ -23,6 +23,7 @@ class Reason(StrEnum):
     TARGET_BASE_STALE = "target_base_stale"
     EVIDENCE_UNTRUSTED = "evidence_untrusted"
     EVIDENCE_NOT_BOUND = "evidence_not_bound"
+    EVIDENCE_NOT_SEPARATE = "evidence_not_separate"
     EVIDENCE_MISSING = "evidence_missing"
     EVIDENCE_FAILED = "evidence_failed"
 

@@ -33,6 +33,7 @@ HINTS: dict[str, str] = {
     "target_base_stale": "Someone else wrote a target: merge with the current content, resubmit, re-verify.",
     "evidence_untrusted": "Cite receipts from an admitted verifier (get_receipts).",
     "evidence_not_bound": "Have this exact candidate verified, then cite its receipts.",
+    "evidence_not_separate": "This criterion needs a verdict computed away from your code (`outputs`).",
     "evidence_missing": "Wait for the verifier (get_receipts) and cite its receipt for every criterion.",
     "evidence_failed": "A check failed: fix the work, submit a new candidate, have it verified.",
     # other reasons
