@@ -13,7 +13,9 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from studiolo.faces.mcp.mount import transport_security
 from studiolo.faces.mcp.tools import TOOL_NAMES
+from studiolo.settings import Settings
 from tests.faces.mcp.conftest import Live
 from tests.faces.mcp.session import Agent, check_schemas, two_agent_session
 
@@ -91,3 +93,42 @@ def test_a_client_with_the_initialize_handshake_is_served_too(live: Live) -> Non
             assert await check_schemas(agent) == {"orient", "claim_task"}
 
     anyio.run(main)
+
+
+def test_a_foreign_origin_or_host_is_refused_before_any_tool_runs(live: Live) -> None:
+    """DNS rebinding: the transport spec's MUST. Loopback and the public URL pass; others do not."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    base = {
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {live.tokens['agent']}",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    port = live.url.rsplit(":", 1)[1]
+
+    def post(**headers: str) -> httpx.Response:
+        return httpx.post(f"{live.url}/mcp", json=body, headers={**base, **headers})
+
+    assert post(Origin="http://evil.example").status_code == 403
+    assert post(Origin="null").status_code == 403
+    assert post(Host="evil.example").status_code == 421
+    assert post(Host=f"evil.example:{port}", Origin=f"http://evil.example:{port}").status_code == 421
+    local = f"localhost:{port}"
+    for ok in ({}, {"Origin": live.url}, {"Origin": f"http://{local}"}, {"Host": local}):
+        r = post(**ok)
+        assert r.status_code == 200 and r.json()["result"]["tools"], (ok, r.text)
+
+
+def test_the_allowed_hosts_and_origins_come_from_the_public_url_and_the_settings() -> None:
+    settings = Settings(
+        public_url="https://studiolo.example.com",
+        host="0.0.0.0",
+        mcp_allowed_hosts=("10.0.0.5:8765",),
+        mcp_allowed_origins=("https://ci.example.com",),
+    )
+    security = transport_security(settings)
+    assert security.enable_dns_rebinding_protection
+    assert {"studiolo.example.com", "10.0.0.5:8765", "127.0.0.1:*"} <= set(security.allowed_hosts)
+    assert {"https://studiolo.example.com", "https://ci.example.com"} <= set(security.allowed_origins)
+    assert not any("evil" in h for h in security.allowed_hosts)
+    env = Settings.from_env({"STUDIOLO_MCP_ALLOWED_HOSTS": "a.example, b.example:80"})
+    assert env.mcp_allowed_hosts == ("a.example", "b.example:80")

@@ -74,6 +74,10 @@ def test_an_unknown_task_is_a_protocol_error_for_a_resource_and_a_refusal_for_a_
         with pytest.raises(MCPError) as missing:
             await a.client.read_resource("studiolo://tasks/tsk_missing000/contract")
         assert missing.value.code == -32602 and "task_not_found" in missing.value.message
+        for uri in ("studiolo://tasks/tsk_nope/contract", "studiolo://tasks/x%00y/contract"):
+            with pytest.raises(MCPError) as malformed:  # a malformed id names no resource either
+                await a.client.read_resource(uri)
+            assert malformed.value.code == -32602, (uri, malformed.value)
         refused = await a.refused("get_task", task_id="tsk_missing000")
         assert refused["reason"] == "task_not_found" and "read grant" in refused["hints"][0]["hint"]
         bad = await a.call("get_task")  # a missing argument: the SDK's own error, no refusal body
