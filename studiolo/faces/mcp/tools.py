@@ -14,6 +14,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from studiolo._exceptions import InvalidRequest, NotFound
 from studiolo.api import responses as s
 from studiolo.api.requests import CandidateIn, CompleteIn
 from studiolo.faces.mcp import models as m
@@ -62,10 +63,14 @@ class Tools:
             Literal["open", "claimed", "completed", "cancelled"] | None,
             Field(description="default: every status"),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 200,
+        limit: Annotated[int, Field(description="tasks per page", ge=1, le=200)] = 25,
+        cursor: Annotated[
+            str | None, Field(description="next_cursor of the previous page", max_length=200)
+        ] = None,
     ) -> Annotated[CallToolResult, m.TaskList]:
-        """The project's tasks, each with its strongest established fact."""
-        return answer(lambda: m.TaskList(tasks=self.port_for(ctx).tasks(status, limit)))
+        """The project's tasks, oldest first, a page at a time, each with its strongest
+        established fact. Pass `next_cursor` back as `cursor` for the next page."""
+        return answer(lambda: _task_page(self.port_for(ctx), status, limit, cursor))
 
     def get_task(self, task_id: TaskId, ctx: Context) -> Annotated[CallToolResult, s.TaskViewOut]:
         """A task: its contract (criteria, scope, hash), the strongest established fact and
@@ -165,9 +170,10 @@ class Tools:
         """Leave references to authority for a successor (revisions, obligations, notes)."""
         return answer(lambda: self.port_for(ctx).handoff(attempt_id, artifacts, obligations, notes))
 
-    def read_handoff(self, task_id: TaskId, ctx: Context) -> Annotated[CallToolResult, s.HandoffViewOut]:
-        """The latest handoff of a task, with which of its references are still current."""
-        return answer(lambda: self.port_for(ctx).handoff_view(task_id))
+    def read_handoff(self, task_id: TaskId, ctx: Context) -> Annotated[CallToolResult, m.HandoffRead]:
+        """The latest handoff of a task, with which of its references are still current
+        (`handoff` is null when nobody left one)."""
+        return answer(lambda: _handoff(self.port_for(ctx), task_id))
 
     def task_events(
         self,
@@ -274,6 +280,43 @@ def _complete(
     )
     completion, replay = port.complete(task_id, request)
     return m.Completed(completion=completion, replay=replay)
+
+
+def _task_page(port: StudioloPort, status: str | None, limit: int, cursor: str | None) -> m.TaskList:
+    offset = _offset(cursor, status)
+    tasks = port.tasks(status, limit + 1, offset)  # one more: is there a next page?
+    more = len(tasks) > limit
+    return m.TaskList(tasks=tasks[:limit], next_cursor=_cursor(offset + limit, status) if more else None)
+
+
+def _cursor(offset: int, status: str | None) -> str:
+    return base64.urlsafe_b64encode(f"{status or ''}:{offset}".encode()).decode()
+
+
+def _offset(cursor: str | None, status: str | None) -> int:
+    """The offset a cursor stands for; one made for another status filter is refused."""
+    if cursor is None:
+        return 0
+    try:
+        made_for, _, offset = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        value = int(offset)
+    except ValueError as exc:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        raise InvalidRequest("not a cursor list_tasks gave") from exc
+    if made_for != (status or "") or value < 0:
+        raise InvalidRequest("that cursor belongs to a listing with another status filter")
+    return value
+
+
+def _handoff(port: StudioloPort, task_id: str) -> m.HandoffRead:
+    """The handoff view; no handoff (`not_found`, the task itself visible) is a normal answer."""
+    try:
+        view = port.handoff_view(task_id)
+    except NotFound as exc:
+        if exc.reason != "not_found":  # `task_not_found`: the task, not its handoff
+            raise
+        return m.HandoffRead(task_id=task_id, handoff=None, contract_current=None, artifacts={})
+    current, refs = view.contract_current, view.artifacts
+    return m.HandoffRead(task_id=task_id, handoff=view.handoff, contract_current=current, artifacts=refs)
 
 
 def _task_events(port: StudioloPort, task_id: str, after: int, limit: int) -> m.TaskEvents:

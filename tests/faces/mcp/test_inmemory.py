@@ -145,3 +145,42 @@ def test_submit_workspace_derives_new_paths_deletions_and_reads(world: World, tm
         assert broken["reason"] == "invalid_request" and "manifest" in broken["detail"]
 
     _run(world, tmp_path, body)
+
+
+def test_no_handoff_is_a_normal_answer_an_unknown_task_a_refusal(world: World, tmp_path: Path) -> None:
+    task = world.new_task()
+
+    async def body(a: Agent, b: Agent) -> None:
+        none = await a.ok("read_handoff", task_id=task.id)
+        assert none == {"task_id": task.id, "handoff": None, "contract_current": None, "artifacts": {}}
+        assert (await a.refused("read_handoff", task_id="tsk_missing000"))["reason"] == "task_not_found"
+        claimed = await a.ok("claim_task", task_id=task.id)
+        await a.ok("leave_handoff", attempt_id=claimed["attempt"]["id"], notes="over to you")
+        left = await b.ok("read_handoff", task_id=task.id)
+        assert left["handoff"]["notes"] == "over to you" and left["contract_current"] is True
+        assert await check_schemas(a, b) >= {"read_handoff"}
+
+    _run(world, tmp_path, body)
+
+
+def test_list_tasks_pages_with_a_cursor(world: World, tmp_path: Path) -> None:
+    made = sorted(world.new_task(f"task {i}").id for i in range(7))  # one creation time: by id
+
+    async def body(a: Agent, b: Agent) -> None:
+        first = await a.ok("list_tasks")
+        assert first["next_cursor"] is None and [t["id"] for t in first["tasks"]] == made  # < one page
+        seen: list[str] = []
+        page = await a.ok("list_tasks", limit=3)
+        while True:
+            seen += [t["id"] for t in page["tasks"]]
+            if page["next_cursor"] is None:
+                break
+            page = await a.ok("list_tasks", limit=3, cursor=page["next_cursor"])
+        assert seen == made
+        two = await a.ok("list_tasks", limit=3)
+        wrong = await a.refused("list_tasks", status="open", cursor=two["next_cursor"])
+        assert wrong["reason"] == "invalid_request"
+        assert (await a.refused("list_tasks", cursor="%%%"))["reason"] == "invalid_request"
+        assert await check_schemas(a) == {"list_tasks"}
+
+    _run(world, tmp_path, body)
