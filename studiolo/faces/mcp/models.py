@@ -75,6 +75,7 @@ class Checkout(BaseModel):
     prefix: str
     collection_revision: int
     files: dict[str, int] = Field(description="path → the revision written")
+    overwritten: list[str] = Field(description="local changes discarded (overwrite=true)")
 
 
 class WorkspaceCandidate(BaseModel):

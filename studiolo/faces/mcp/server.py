@@ -44,9 +44,12 @@ def build_server(
         auth=auth,
         log_level="WARNING",
     )
-    Tools(port_for).register(server)
-    if workspace is not None:
-        WorkspaceTools(port_for, Workspace(workspace)).register(server)
+    if workspace is None:
+        Tools(port_for).register(server)
+    else:
+        local = Workspace(workspace)
+        Tools(port_for, on_read=local.record_read).register(server)
+        WorkspaceTools(port_for, local).register(server)
     Guide(port_for).register(server)
     return server
 

@@ -25,6 +25,7 @@ from studiolo.faces.mcp.workspace import Workspace
 __all__ = ["TOOL_NAMES", "WORKSPACE_TOOL_NAMES", "PortFor", "Tools", "WorkspaceTools"]
 
 PortFor = Callable[[Context], StudioloPort]
+OnRead = Callable[[str, int], None]  # (path, revision) of a current read, for the workspace
 
 TaskId = Annotated[str, Field(description="a task id (tsk_…)", max_length=100)]
 AttemptId = Annotated[str, Field(description="your attempt id (att_…), from claim_task", max_length=100)]
@@ -36,6 +37,9 @@ _EVENT_PAGES = 20
 
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+_LOCAL_WRITE = ToolAnnotations(  # checkout: writes (and may discard, if asked) local files
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
 _IDEMPOTENT = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -44,8 +48,9 @@ _IDEMPOTENT = ToolAnnotations(
 class Tools:
     """The tools of both transports."""
 
-    def __init__(self, port_for: PortFor) -> None:
+    def __init__(self, port_for: PortFor, on_read: OnRead | None = None) -> None:
         self.port_for = port_for
+        self.on_read = on_read
 
     def register(self, server: MCPServer) -> None:
         for name, hints in _TOOLS.items():
@@ -109,7 +114,7 @@ class Tools:
     ) -> Annotated[CallToolResult, m.ArtifactContent]:
         """An artifact's content (UTF-8 text, else base64) and the revision you read: declare
         it as a dependency or base when you submit."""
-        return answer(lambda: _read(self.port_for(ctx), path, revision))
+        return answer(lambda: _read(self.port_for(ctx), path, revision, self.on_read))
 
     def submit_candidate(
         self,
@@ -194,7 +199,7 @@ class WorkspaceTools:
         self.workspace = workspace
 
     def register(self, server: MCPServer) -> None:
-        _add(server, self.checkout, _IDEMPOTENT)
+        _add(server, self.checkout, _LOCAL_WRITE)
         _add(server, self.submit_workspace, _WRITE)
 
     def checkout(
@@ -202,10 +207,14 @@ class WorkspaceTools:
         directory: Annotated[str, Field(description="relative to the working directory, e.g. work")],
         ctx: Context,
         prefix: Annotated[str, Field(description="only paths under this prefix, e.g. src/")] = "",
+        overwrite: Annotated[
+            bool, Field(description="discard local changes the checkout would overwrite")
+        ] = False,
     ) -> Annotated[CallToolResult, m.Checkout]:
         """Write the current artifacts (under a prefix) into a directory inside the working
-        directory, with a manifest of the revisions read (.studiolo-checkout.json)."""
-        return answer(lambda: self.workspace.checkout(self.port_for(ctx), directory, prefix))
+        directory, with a manifest of the revisions read (.studiolo-checkout.json). Refuses,
+        naming them, to overwrite files changed since the last checkout, unless `overwrite`."""
+        return answer(lambda: self.workspace.checkout(self.port_for(ctx), directory, prefix, overwrite))
 
     def submit_workspace(
         self,
@@ -215,11 +224,16 @@ class WorkspaceTools:
         declare_collection: Annotated[
             bool, Field(description="declare you read everything under the checkout's prefix")
         ] = False,
+        file_deps: Annotated[dict[str, int], Field(description="more files you read: path → revision")] = {},  # noqa: B006
     ) -> Annotated[CallToolResult, m.WorkspaceCandidate]:
         """Submit the directory's changes as a candidate: changed and new files are uploaded,
-        removed files deleted; bases and dependencies come from the checkout manifest."""
+        removed files deleted; bases come from the checkout manifest. Declared as read: the
+        unchanged checked-out files, every file read_artifact returned in this session, and
+        `file_deps`."""
         return answer(
-            lambda: self.workspace.submit(self.port_for(ctx), attempt_id, directory, declare_collection)
+            lambda: self.workspace.submit(
+                self.port_for(ctx), attempt_id, directory, declare_collection, file_deps
+            )
         )
 
 
@@ -233,8 +247,10 @@ def _claim(port: StudioloPort, task_id: str, lease_seconds: float | None) -> m.C
     return m.Claimed(attempt=attempt, contract_hash=task.contract_hash, contract=task.contract)
 
 
-def _read(port: StudioloPort, path: str, revision: int | None) -> m.ArtifactContent:
+def _read(port: StudioloPort, path: str, revision: int | None, on_read: OnRead | None) -> m.ArtifactContent:
     art = port.artifact(path, revision)
+    if on_read is not None and revision is None:  # a past revision read on purpose is no dependency
+        on_read(art.path, art.revision)
     if art.digest is None:
         return m.ArtifactContent(artifact=art, encoding=None, content=None)
     data = port.get_blob(art.digest)
