@@ -9,8 +9,8 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Literal
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -20,6 +20,7 @@ from studiolo.api.requests import CandidateIn, CompleteIn
 from studiolo.faces.mcp import models as m
 from studiolo.faces.mcp.port import StudioloPort
 from studiolo.faces.mcp.refusals import answer
+from studiolo.faces.mcp.schemas import lean_tool
 from studiolo.faces.mcp.workspace import Workspace
 
 __all__ = ["TOOL_NAMES", "WORKSPACE_TOOL_NAMES", "PortFor", "Tools", "WorkspaceTools"]
@@ -52,9 +53,8 @@ class Tools:
         self.port_for = port_for
         self.on_read = on_read
 
-    def register(self, server: MCPServer) -> None:
-        for name, hints in _TOOLS.items():
-            _add(server, getattr(self, name), hints)
+    def tools(self) -> list[Tool]:
+        return [_tool(getattr(self, name), hints) for name, hints in _TOOLS.items()]
 
     def orient(self, ctx: Context) -> Annotated[CallToolResult, s.OrientationOut]:
         """Read first: who you are, the project's pinned policy, your grants, the open tasks
@@ -198,9 +198,8 @@ class WorkspaceTools:
         self.port_for = port_for
         self.workspace = workspace
 
-    def register(self, server: MCPServer) -> None:
-        _add(server, self.checkout, _LOCAL_WRITE)
-        _add(server, self.submit_workspace, _WRITE)
+    def tools(self) -> list[Tool]:
+        return [_tool(self.checkout, _LOCAL_WRITE), _tool(self.submit_workspace, _WRITE)]
 
     def checkout(
         self,
@@ -237,8 +236,10 @@ class WorkspaceTools:
         )
 
 
-def _add(server: MCPServer, tool: Callable[..., CallToolResult], hints: ToolAnnotations) -> None:
-    server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""), annotations=hints)
+def _tool(fn: Callable[..., CallToolResult], hints: ToolAnnotations) -> Tool:
+    return lean_tool(
+        Tool.from_function(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints)
+    )
 
 
 def _claim(port: StudioloPort, task_id: str, lease_seconds: float | None) -> m.Claimed:
