@@ -56,8 +56,12 @@ class DoorTokenVerifier:
         self.door = door
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        """From the authentication cache on the event loop when it knows the token (as the
+        HTTP API does), else through the ledger in a worker thread."""
         try:
-            principal = await anyio.to_thread.run_sync(self.door.authenticate, token)
+            principal = self.door.authenticate_cached(token)
+            if principal is None:
+                principal = await anyio.to_thread.run_sync(self.door.authenticate, token)
         except Unauthenticated:
             return None
         return PrincipalToken(
@@ -81,7 +85,9 @@ def mount_mcp(app: FastAPI, door: Coordinator, settings: Settings) -> None:
         max_request_body_size=min(settings.max_candidate_bytes, settings.max_request_bytes),
         transport_security=transport_security(settings),
     )
-    app.router.routes.append(Route(MCP_PATH, endpoint=asgi, include_in_schema=False))
+    # first: a request the route index does not hand over is matched by scanning the routes
+    # in order, and /mcp is not one of the API's indexed routes
+    app.router.routes.insert(0, Route(MCP_PATH, endpoint=asgi, include_in_schema=False))
     app.router.lifespan_context = _with(server.session_manager.run, app.router.lifespan_context)
 
 

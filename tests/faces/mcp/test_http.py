@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import httpx
@@ -13,7 +14,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from studiolo.faces.mcp.mount import transport_security
+from studiolo.faces.http.app import create_app
+from studiolo.faces.mcp.mount import DoorTokenVerifier, transport_security
 from studiolo.faces.mcp.tools import TOOL_NAMES
 from studiolo.settings import Settings
 from tests.faces.mcp.conftest import Live
@@ -132,3 +134,33 @@ def test_the_allowed_hosts_and_origins_come_from_the_public_url_and_the_settings
     assert not any("evil" in h for h in security.allowed_hosts)
     env = Settings.from_env({"STUDIOLO_MCP_ALLOWED_HOSTS": "a.example, b.example:80"})
     assert env.mcp_allowed_hosts == ("a.example", "b.example:80")
+
+
+def test_a_known_token_is_verified_from_the_cache_on_the_event_loop(live: Live) -> None:
+    """As the HTTP API does: no worker-thread hop (and no ledger read) for a cached token."""
+    door = live.world.coord
+    token = live.tokens["agent"]
+    door.authenticate(token)  # now cached
+    calls: list[str] = []
+
+    verifier = DoorTokenVerifier(door)
+    original = door.authenticate
+
+    def counted(t: str | None) -> Any:
+        calls.append("ledger")
+        return original(t)
+
+    door.authenticate = counted  # type: ignore[method-assign]
+    try:
+        known = anyio.run(verifier.verify_token, token)
+        unknown = anyio.run(verifier.verify_token, "stl_not-a-token")
+    finally:
+        door.authenticate = original  # type: ignore[method-assign]
+    assert known is not None and known.client_id == live.world.agent.id
+    assert unknown is None and calls == ["ledger"]  # only the unknown token went to the ledger
+
+
+def test_mcp_is_matched_first_among_the_apps_routes(live: Live) -> None:
+    """/mcp is not an indexed API route: the router scans the routes in order for it."""
+    app = create_app(live.world.coord, Settings(database_url=live.world.coord.store.url, a2a_requester=False))
+    assert getattr(app.router.routes[0], "path", None) == "/mcp"
