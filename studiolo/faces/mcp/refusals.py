@@ -94,6 +94,7 @@ def refusal(exc: StudioloError) -> CallToolResult:
     details = getattr(exc, "details", None)
     if details and "details" not in carried:
         carried["details"] = details
+    carried = json.loads(json.dumps(carried, default=str))  # plain JSON, whatever the error holds
     hints = [Hint(reason=r, hint=HINTS.get(r, _UNKNOWN)) for r in exc.failed]
     body = Refusal.model_validate({**carried, "hints": hints}).model_dump(mode="json")
     lines = [
