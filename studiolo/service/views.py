@@ -343,6 +343,7 @@ def _verify_new(tx: Tx, check: ChainCheck, heads: dict[str, tuple[int, str]]) ->
 
 _PATH_SUBJECTS = frozenset({"artifact.edited", "observation.recorded"})
 _PATH_MAPS = ("files", "bases", "file_deps", "revisions")
+_PATH_LISTS = ("write_set", "paths")  # `paths`: those a refused completion's details name
 
 
 def visible_events(may_read: Callable[[str], bool] | None, events: list[Event]) -> list[Event]:
@@ -359,9 +360,10 @@ def _paths_of(e: Event) -> set[str]:
         value = e.data.get(key)
         if isinstance(value, Mapping):
             paths.update(str(p) for p in value)
-    write_set = e.data.get("write_set")
-    if isinstance(write_set, list):
-        paths.update(str(p) for p in write_set)
+    for key in _PATH_LISTS:
+        value = e.data.get(key)
+        if isinstance(value, list):
+            paths.update(str(p) for p in value)
     return paths
 
 
