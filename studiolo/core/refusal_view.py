@@ -97,21 +97,25 @@ def _named(fields: Mapping[str, object], reader: Reader) -> dict[str, Any]:
 
 
 def _item(i: Item, reader: Reader, hidden: str) -> dict[str, Any]:
+    body = {"kind": i.kind, **_named(i.fields, reader)}
     if i.path is not None and not reader.path(i.path):
-        return {"kind": i.kind, **_named(i.fields, reader), "path": None, "hidden": True, "note": hidden}
-    return {"kind": i.kind, **_named(i.fields, reader), "path": i.path, "change": _change(i.change, reader)}
+        return body | {"path": None, "change": None, "hidden": True, "note": hidden}
+    return body | {"path": i.path, "change": _change(i.change, reader), "hidden": False, "note": ""}
 
 
 def _moved(m: Moved, reader: Reader, hidden: str) -> dict[str, Any]:
     readable = reader.tree(m.path) if m.collection else reader.path(m.path)
     if not readable:
-        return {"path": None, "collection": m.collection, "hidden": True, "note": hidden}
+        none = {"path": None, "declared": None, "current": None, "change": None}
+        return none | {"collection": m.collection, "hidden": True, "note": hidden}
     return {
         "path": m.path,
         "collection": m.collection,
         "declared": m.declared,
         "current": m.current,
         "change": _change(m.change, reader),
+        "hidden": False,
+        "note": "",
     }
 
 
