@@ -17,7 +17,7 @@ _Body = Mapping[str, Any]
 def sentence(d: _Body) -> str:
     """A sentence about one detail (its `reason` if nothing more can be said)."""
     say = _SAY.get(str(d.get("reason")))
-    return say(d) if say else str(d.get("reason"))
+    return (say(d) if say else "") or str(d.get("reason"))
 
 
 def when(at: object) -> str:
