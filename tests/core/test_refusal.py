@@ -62,6 +62,8 @@ def test_a_reader_sees_no_path_it_may_not_read(
     for path in named_paths(details):
         if _readable(reader, path):
             assert path in text
+        elif path.endswith("/"):  # a collection: a prefix of readable paths, named as itself nowhere
+            assert f'"{path}"' not in text and f"collection {path}" not in text
         else:
             assert path not in text  # neither in the fields nor in the sentences
             assert actors.get(path, "prn_none") not in text  # nor who moved it
@@ -99,5 +101,11 @@ def test_when_is_utc_to_the_second(at: float) -> None:
 
 def test_a_sentence_is_never_empty() -> None:
     for reason in Reason:
-        body = {"reason": reason.value, "facts": {}, "items": [], "moved": [], "change": None}
+        body: dict[str, object] = {
+            "reason": reason.value,
+            "facts": {},
+            "items": [],
+            "moved": [],
+            "change": None,
+        }
         assert sentence(body), reason
