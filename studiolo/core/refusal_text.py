@@ -135,11 +135,11 @@ def _unauthorized(d: _Body) -> str:
         if i.get("kind") == "missing_grant"
     ]
     revoked = [
-        f"grant {i.get('grant_id')} was revoked" + _change(i.get("change"))
+        f"Grant {i.get('grant_id')} was revoked" + _change(i.get("change"))
         for i in _items(d)
         if i.get("kind") == "revoked_grant"
     ]
-    text = "You hold no live grant for " + "; ".join(missing) + "."
+    text = "You hold no live grant for " + "; ".join(missing) + "." if missing else "You are not authorized."
     return text + (" " + "; ".join(revoked) + "." if revoked else "")
 
 
@@ -159,7 +159,9 @@ def _stale(d: _Body) -> str:
             f"{what} changed from revision {m.get('declared')} to {m.get('current')}"
             + _change(m.get("change"))
         )
-    return _joined(parts, ", since the candidate declared it.", capital=False)
+    moved = d.get("moved") or []
+    starts_with_path = bool(moved) and bool(moved[0].get("path"))
+    return _joined(parts, ", since the candidate declared it.", capital=not starts_with_path)
 
 
 def _untrusted(d: _Body) -> str:

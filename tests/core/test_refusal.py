@@ -90,7 +90,7 @@ def test_the_sentence_of_a_moved_path_says_who_and_when() -> None:
     assert body["text"] == expected + ", since the candidate declared it."
     (hidden,) = for_reader([d], Reader(("docs/**",), {"prn_e": "editor"}))
     assert (
-        hidden["text"] == "a declared dependency you may not read changed, since the candidate declared it."
+        hidden["text"] == "A declared dependency you may not read changed, since the candidate declared it."
     )
 
 

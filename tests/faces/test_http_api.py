@@ -111,7 +111,7 @@ def test_revoked_grant_gets_the_structured_rejection(actors: Actors, world: Worl
     (detail,) = problem["details"]
     (revoked,) = [i for i in detail["items"] if i["kind"] == "revoked_grant"]
     assert revoked["grant_id"] == world.grants["agent"] and revoked["change"]["by"] == world.admin.id
-    assert f"grant {world.grants['agent']} was revoked by" in detail["text"]
+    assert f"Grant {world.grants['agent']} was revoked by" in detail["text"]
     with pytest.raises(CompletionRejected) as info:
         complete(agent, task, attempt, cand, [receipt.id], request_id="r2")
     assert info.value.failed == ("not_authorized",) and info.value.status == 409
