@@ -17,10 +17,10 @@ from studiolo.core.reasons import Reason
 from studiolo.core.refusal import Change, Detail, Item, Moved
 from studiolo.core.refusal_text import sentence
 
-__all__ = ["HIDDEN", "Reader", "for_audit", "for_reader", "named_paths"]
+__all__ = ["HIDDEN", "Reader", "for_audit", "for_reader", "named_paths", "readable_paths", "redact"]
 
 # How a path the reader may not read is named, per reason.
-HIDDEN: dict[Reason, str] = {
+HIDDEN: dict[str, str] = {
     Reason.DEPENDENCY_STALE: "a declared dependency you may not read",
     Reason.TARGET_BASE_STALE: "a target you may not read",
 }
@@ -54,18 +54,34 @@ def _covers_tree(pattern: str, prefix: str) -> bool:
 
 
 def for_audit(details: Iterable[Detail], names: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    """The whole details, for the audit event (and for a reader who may read everything)."""
-    return for_reader(details, Reader(None, names or {}))
+    """The whole details, each with its person-readable `text`: the audit event's form."""
+    return [_with_text(_detail(d, names or {})) for d in details]
 
 
 def for_reader(details: Iterable[Detail], reader: Reader) -> list[dict[str, Any]]:
     """The details as `reader` may see them, each with its person-readable `text`."""
+    return redact(for_audit(details, reader.names), reader)
+
+
+def redact(bodies: Iterable[Mapping[str, Any]], reader: Reader) -> list[dict[str, Any]]:
+    """Details in their JSON form (`for_audit`, as an audit event keeps them) as `reader` may
+    see them: every path it may not read is hidden, with its revisions and its change."""
     out = []
-    for d in details:
-        body = _detail(d, reader)
-        body["text"] = sentence(body)
-        out.append(body)
+    for body in bodies:
+        note = HIDDEN.get(str(body.get("reason")), _HIDDEN_PATH)
+        items = [
+            _hidden_item(i, note) if _unreadable(i, reader) else dict(i) for i in body.get("items") or []
+        ]
+        moved = [
+            _hidden_moved(m, note) if _unreadable(m, reader) else dict(m) for m in body.get("moved") or []
+        ]
+        out.append(_with_text({**body, "items": items, "moved": moved}))
     return out
+
+
+def readable_paths(paths: Iterable[str], reader: Reader) -> list[str]:
+    """Those of `paths` (paths and `prefix/` collections) the reader may read."""
+    return [p for p in paths if (reader.tree(p) if p.endswith("/") else reader.path(p))]
 
 
 def named_paths(details: Iterable[Detail]) -> list[str]:
@@ -75,57 +91,71 @@ def named_paths(details: Iterable[Detail]) -> list[str]:
     return sorted(paths)
 
 
-def _detail(d: Detail, reader: Reader) -> dict[str, Any]:
-    hidden = HIDDEN.get(d.reason, _HIDDEN_PATH)
+def _with_text(body: dict[str, Any]) -> dict[str, Any]:
+    body["text"] = sentence(body)
+    return body
+
+
+def _unreadable(entry: Mapping[str, Any], reader: Reader) -> bool:
+    path = entry.get("path")
+    if not isinstance(path, str):
+        return False
+    return not (reader.tree(path) if entry.get("collection") else reader.path(path))
+
+
+def _hidden_item(i: Mapping[str, Any], note: str) -> dict[str, Any]:
+    return {**i, "path": None, "change": None, "hidden": True, "note": note}
+
+
+def _hidden_moved(m: Mapping[str, Any], note: str) -> dict[str, Any]:
+    none = {"path": None, "declared": None, "current": None, "change": None}
+    return {**m, **none, "hidden": True, "note": note}
+
+
+def _detail(d: Detail, names: Mapping[str, str]) -> dict[str, Any]:
     return {
         "reason": d.reason.value,
-        "facts": _named(d.facts, reader),
-        "items": [_item(i, reader, hidden) for i in d.items],
-        "moved": [_moved(m, reader, hidden) for m in d.moved],
-        "change": _change(d.change, reader),
+        "facts": _named(d.facts, names),
+        "items": [_item(i, names) for i in d.items],
+        "moved": [_moved(m, names) for m in d.moved],
+        "change": _change(d.change, names),
     }
 
 
-def _named(fields: Mapping[str, object], reader: Reader) -> dict[str, Any]:
-    """The fields, with `<key>_name` beside every principal id the reader may discover."""
+def _named(fields: Mapping[str, object], names: Mapping[str, str]) -> dict[str, Any]:
+    """The fields, with `<key>_name` beside every principal id that has a name here."""
     out: dict[str, Any] = dict(fields)
     for key in _PRINCIPALS:
         who = fields.get(key)
         if isinstance(who, str):
-            out[f"{key}_name"] = reader.names.get(who)
+            out[f"{key}_name"] = names.get(who)
     return out
 
 
-def _item(i: Item, reader: Reader, hidden: str) -> dict[str, Any]:
-    body = {"kind": i.kind, **_named(i.fields, reader)}
-    if i.path is not None and not reader.path(i.path):
-        return body | {"path": None, "change": None, "hidden": True, "note": hidden}
-    return body | {"path": i.path, "change": _change(i.change, reader), "hidden": False, "note": ""}
+def _item(i: Item, names: Mapping[str, str]) -> dict[str, Any]:
+    body = {"kind": i.kind, **_named(i.fields, names)}
+    return body | {"path": i.path, "change": _change(i.change, names), "hidden": False, "note": ""}
 
 
-def _moved(m: Moved, reader: Reader, hidden: str) -> dict[str, Any]:
-    readable = reader.tree(m.path) if m.collection else reader.path(m.path)
-    if not readable:
-        none = {"path": None, "declared": None, "current": None, "change": None}
-        return none | {"collection": m.collection, "hidden": True, "note": hidden}
+def _moved(m: Moved, names: Mapping[str, str]) -> dict[str, Any]:
     return {
         "path": m.path,
         "collection": m.collection,
         "declared": m.declared,
         "current": m.current,
-        "change": _change(m.change, reader),
+        "change": _change(m.change, names),
         "hidden": False,
         "note": "",
     }
 
 
-def _change(c: Change | None, reader: Reader) -> dict[str, Any] | None:
+def _change(c: Change | None, names: Mapping[str, str]) -> dict[str, Any] | None:
     if c is None:
         return None
     return {
         "at": c.at,
         "by": c.by,
-        "by_name": reader.names.get(c.by) if c.by else None,
+        "by_name": names.get(c.by) if c.by else None,
         "cause": c.cause,
         "seq": c.seq,
         "note": c.note,

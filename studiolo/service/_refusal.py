@@ -5,16 +5,17 @@ the verdict, and what the caller may read of them (`core.refusal_view.Reader`)."
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from studiolo.core.model import Action, AttemptStatus, Event, Grant, Principal
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict
 from studiolo.core.reasons import Reason
 from studiolo.core.refusal import Change, Circumstances, Detail
-from studiolo.core.refusal_view import Reader, for_audit
+from studiolo.core.refusal_view import Reader, for_audit, readable_paths, redact
 from studiolo.store import Tx
 
-__all__ = ["SERVICE_ADMIN", "circumstances", "names_in", "reader_of"]
+__all__ = ["SERVICE_ADMIN", "circumstances", "confined_rejections", "names_in", "reader_of"]
 
 SERVICE_ADMIN = "a service administrator"
 _MAX_REVOKED = 20  # the caller's most recently revoked grants a refusal looks at
@@ -85,14 +86,26 @@ def _path_changes(tx: Tx, pid: str, f: CompletionFacts) -> dict[str, Change]:
     return {p: Change(at, actor, cause) for p, (at, actor, cause) in found.items()}
 
 
-def reader_of(f: CompletionFacts, names: Mapping[str, str]) -> Reader:
-    """What the caller may read, from the live grants the predicate already saw."""
-    if f.caller.is_service_admin:
-        return Reader(None, names)
-    reads = [g for g in f.grants if g.allows(Action.READ)]
+def reader_of(caller: Principal, grants: Iterable[Grant], names: Mapping[str, str] | None = None) -> Reader:
+    """What the caller may read, from its live grants in the project (`Door.path_reader`'s rule)."""
+    if caller.is_service_admin:
+        return Reader(None, names or {})
+    reads = [g for g in grants if g.allows(Action.READ)]
     if any("**" in g.scope for g in reads):
-        return Reader(None, names)
-    return Reader(tuple(dict.fromkeys(p for g in reads for p in g.scope)), names)
+        return Reader(None, names or {})
+    return Reader(tuple(dict.fromkeys(p for g in reads for p in g.scope)), names or {})
+
+
+def confined_rejections(events: Iterable[Event], reader: Reader) -> tuple[Event, ...]:
+    """`completion.rejected` events as the reader may see them: their details redacted, and
+    only the paths it may read listed."""
+    return tuple(_confined(e, reader) if e.data.get("details") else e for e in events)
+
+
+def _confined(e: Event, reader: Reader) -> Event:
+    details = redact(e.data.get("details") or [], reader)
+    paths = readable_paths([str(p) for p in e.data.get("paths") or []], reader)
+    return replace(e, data={**e.data, "details": details, "paths": paths})
 
 
 def names_in(tx: Tx, project_id: str, details: Iterable[Detail]) -> dict[str, str]:

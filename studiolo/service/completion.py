@@ -171,7 +171,7 @@ class CompletionOps(Door):
             failed=failed,
             **extra,
         )
-        return _Rejected(verdict, tuple(for_reader(details, reader_of(facts, names))))
+        return _Rejected(verdict, tuple(for_reader(details, reader_of(caller, facts.grants, names))))
 
     @staticmethod
     def _replay(caller: Principal, q: CompletionRequest, prior: Completion) -> CompletionOutcome:

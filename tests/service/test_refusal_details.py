@@ -264,6 +264,11 @@ def test_a_path_outside_the_read_scope_is_not_named(any_world: World) -> None:
     assert "secret/key.txt" in whole and "secret/" in event["paths"] and "docs/plan.md" in whole
     seen = w.coord.events(w.agent, w.project_id, after=0, limit=1000)
     assert seen[-1].kind == "withheld" and "secret" not in json.dumps([dict(e.data) for e in seen])
+    # The task view lists refusals with their details, as each reader may see them.
+    (mine,) = w.coord.task_view(w.agent, task.id).rejections
+    assert mine.data["details"] == list(exc.details) and mine.data["paths"] == ["src/input.txt"]
+    (whole_view,) = w.coord.task_view(w.admin, task.id).rejections
+    assert whole_view.data["details"] == event["details"]
 
 
 def test_a_write_outside_the_read_scope_is_not_named(any_world: World) -> None:
