@@ -83,7 +83,18 @@ def _path_changes(tx: Tx, pid: str, f: CompletionFacts) -> dict[str, Change]:
     moved = {p: f.artifact_revisions.get(p, 0) for p in declared}
     moved = {p: r for p, r in moved.items() if r and r != declared[p]}
     found = tx.content.changes(pid, moved)
-    return {p: Change(at, actor, cause) for p, (at, actor, cause) in found.items()}
+    return {
+        p: Change(at, actor, cause, _edit_seq(tx, pid, p, moved[p], cause))
+        for p, (at, actor, cause) in found.items()
+    }
+
+
+def _edit_seq(tx: Tx, pid: str, path: str, revision: int, cause: str) -> int | None:
+    """The audit event of a direct edit that made `revision` (a completion names itself)."""
+    if cause != "edit":
+        return None
+    e = tx.audit.latest_of(pid, path, ("artifact.edited",))
+    return e.seq if e is not None and e.data.get("revision") == revision else None
 
 
 def reader_of(caller: Principal, grants: Iterable[Grant], names: Mapping[str, str] | None = None) -> Reader:

@@ -106,6 +106,10 @@ def _moved(path: str) -> Callable[[World, Ready, Detail], None]:
             "edit",
         )
         assert d["text"].startswith(f"{path} changed from revision 1 to 2 by editor at ")
+        (edit,) = [
+            e for e in w.coord.events(w.admin, w.project_id, limit=1000) if e.seq == m["change"]["seq"]
+        ]
+        assert (edit.kind, edit.subject, edit.data["revision"]) == ("artifact.edited", path, 2)
 
     return check
 
