@@ -295,3 +295,29 @@ def test_a_write_outside_the_read_scope_is_not_named(any_world: World) -> None:
     (revoked,) = [i for i in d["items"] if i["kind"] == "revoked_grant"]
     assert revoked["grant_id"] == docs and "docs/" not in json.dumps(exc.details)
     assert "docs/out.md" in json.dumps(event["details"])
+
+
+_PATHS = ("src/input.txt", "src/answer.txt", "ops/deploy.sh")  # every path the cases name
+
+
+@pytest.mark.parametrize(
+    ("name", "breaker", "reason"),
+    [c for c in CASES if c[2] is not Reason.TASK_NOT_FOUND],
+    ids=[c[0] for c in CASES if c[2] is not Reason.TASK_NOT_FOUND],
+)
+def test_no_predicate_names_a_path_the_caller_may_not_read(
+    any_world: World, name: str, breaker: Callable[[World, Ready], dict[str, object]], reason: Reason
+) -> None:
+    """Every case again, by an agent that may read `docs/**` only (it still sees the task)."""
+    w = any_world
+    r = ready(w)
+    w.coord.revoke_grant(w.admin, w.grants["agent_read"])
+    w.coord.grant(w.admin, w.project_id, w.agent.id, ["read"], ["docs/**"])
+    exc, event = refusal(w, r, **breaker(w, r))
+    assert exc.failed[0] == reason.value and [d["reason"] for d in exc.details] == list(exc.failed)
+    shown = json.dumps(exc.details)
+    assert not [p for p in _PATHS if p in shown], shown
+    named = [p for p in _PATHS if p in json.dumps(event["details"])]
+    assert sorted(named) == event["paths"]  # the audit event keeps them, and lists them
+    hidden = [e for d in exc.details for e in [*d["items"], *d["moved"]] if e["hidden"]]
+    assert len(hidden) == len([e for d in event["details"] for e in [*d["items"], *d["moved"]] if e["path"]])
