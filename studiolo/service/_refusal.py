@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import Any
 
-from studiolo.core.model import Action, AttemptStatus, Event, Grant, Principal
-from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict
+from studiolo.core.model import Action, Attempt, AttemptStatus, Event, Grant, Principal
+from studiolo.core.predicate import CompletionFacts, Verdict
 from studiolo.core.reasons import Reason
 from studiolo.core.refusal import Change, Circumstances, Detail
 from studiolo.core.refusal_view import Reader, for_audit, readable_paths, redact
@@ -22,27 +21,29 @@ _MAX_REVOKED = 20  # the caller's most recently revoked grants a refusal looks a
 _PRINCIPAL_KEYS = frozenset({"owner", "caller", "holder", "issuer", "by"})
 
 
-def circumstances(tx: Tx, q: CompletionRequest, f: CompletionFacts, verdict: Verdict) -> Circumstances:
-    """The extra facts the failed predicates of `verdict` are explained by."""
+def circumstances(tx: Tx, f: CompletionFacts, verdict: Verdict) -> Circumstances:
+    """The extra facts the failed predicates of `verdict` are explained by (read only for those)."""
     task, failed = f.task, set(verdict.failed)
     if task is None:
         return Circumstances()
     pid = task.project_id
-    out: dict[str, Any] = {}
-    if Reason.TASK_NOT_ACTIVE in failed:
-        out["task_change"] = _change(
-            tx.audit.latest_of(pid, task.id, ("task.cancelled", "completion.accepted"))
-        )
-    if Reason.ATTEMPT_SUPERSEDED in failed:
-        out["attempts"] = tuple(sorted(tx.work.attempts(task.id), key=lambda a: a.fence))
-        out["attempt_change"] = _attempt_change(tx, pid, f, out["attempts"])
-    if Reason.CONTRACT_MISMATCH in failed:
-        out["migration"] = _change(tx.audit.latest_of(pid, task.id, ("task.migrated",)))
-    if Reason.NOT_AUTHORIZED in failed:
-        out["revoked"] = tuple(_revoked(tx, pid, f.caller))
-    if {Reason.DEPENDENCY_STALE, Reason.TARGET_BASE_STALE} & failed:
-        out["path_changes"] = _path_changes(tx, pid, f)
-    return Circumstances(**out)
+
+    def latest(subject: str, *kinds: str) -> Change | None:
+        return _change(tx.audit.latest_of(pid, subject, kinds))
+
+    superseded = Reason.ATTEMPT_SUPERSEDED in failed
+    attempts = tuple(sorted(tx.work.attempts(task.id), key=lambda a: a.fence)) if superseded else ()
+    stale = bool({Reason.DEPENDENCY_STALE, Reason.TARGET_BASE_STALE} & failed)
+    return Circumstances(
+        attempts=attempts,
+        attempt_change=_attempt_change(tx, pid, f, attempts) if superseded else None,
+        task_change=latest(task.id, "task.cancelled", "completion.accepted")
+        if Reason.TASK_NOT_ACTIVE in failed
+        else None,
+        migration=latest(task.id, "task.migrated") if Reason.CONTRACT_MISMATCH in failed else None,
+        revoked=tuple(_revoked(tx, pid, f.caller)) if Reason.NOT_AUTHORIZED in failed else (),
+        path_changes=_path_changes(tx, pid, f) if stale else {},
+    )
 
 
 def _change(e: Event | None) -> Change | None:
@@ -52,7 +53,7 @@ def _change(e: Event | None) -> Change | None:
     return Change(e.at, e.actor, cause, e.seq, str(e.data.get("reason") or ""))
 
 
-def _attempt_change(tx: Tx, pid: str, f: CompletionFacts, attempts: Iterable[Any]) -> Change | None:
+def _attempt_change(tx: Tx, pid: str, f: CompletionFacts, attempts: Iterable[Attempt]) -> Change | None:
     """What ended the named attempt: its release, or the claim or reassignment after it."""
     a = f.attempt
     if a is None:

@@ -153,7 +153,7 @@ class CompletionOps(Door):
         detail (its paths listed, so an event feed withholds it from whoever may not read
         one), the caller gets what it may read."""
         pid = facts.task.project_id if facts.task else None
-        details = explain(q, facts, verdict, circumstances(tx, q, facts, verdict))
+        details = explain(q, facts, verdict, circumstances(tx, facts, verdict))
         names = names_in(tx, pid, details) if pid and details else {}
         extra: dict[str, Any] = {}
         if details:
