@@ -110,12 +110,20 @@ def error_from_problem(status: int, problem: Mapping[str, Any], *, completion: b
     reason = str(problem.get("reason") or "internal_error")
     detail = str(problem.get("detail") or reason)
     failed = [str(f) for f in problem.get("failed") or [reason]]
+    details = _details(problem.get("details"))
     if completion and status in (404, 409) and set(failed) <= _PREDICATES:
-        return CompletionRejected(failed, detail)
+        return CompletionRejected(failed, detail, details)
     cls = InvalidPath if reason == "invalid_path" else _BY_STATUS.get(status, StudioloError)
-    exc = cls(detail, reason=reason, failed=failed)
+    exc = cls(detail, reason=reason, failed=failed, details=details)
     exc.status = status
     return exc
+
+
+def _details(value: object) -> list[dict[str, Any]]:
+    """A problem's `details`: what each failed predicate found (only JSON objects are kept)."""
+    if not isinstance(value, list):
+        return []
+    return [dict(d) for d in value if isinstance(d, dict)]
 
 
 class Client:
