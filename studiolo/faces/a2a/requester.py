@@ -459,9 +459,12 @@ async def _first_task(client: A2AClient, request: SendMessageRequest) -> Task | 
 
 def _transient(exc: BaseException) -> bool:
     """A network failure, a timeout, or an overloaded remote (5xx, 429): worth sending again.
-    Anything else (an A2A error, a 4xx) is the remote refusing the message."""
+    Anything else (an A2A error, a 4xx) is the remote refusing the message, and a request off the
+    organisation's origins is never tried again."""
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, OriginRefused):
+            return False
         if isinstance(
             seen, httpx.TransportError | httpx.TimeoutException | TimeoutError | A2AClientTimeoutError
         ):

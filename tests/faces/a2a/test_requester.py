@@ -20,6 +20,7 @@ from studiolo.client import Client
 from studiolo.core.model import TaskStatus
 from studiolo.core.remote import RemoteDelegation, RemoteState
 from studiolo.faces.a2a.capped import CappedTransport, ResponseTooLarge
+from studiolo.faces.a2a.origins import OriginRefused
 from studiolo.faces.a2a.requester import Requester, _transient, fetch_verified_card
 from studiolo.faces.cli import build_app
 from studiolo.faces.http.server import ServerThread
@@ -324,6 +325,8 @@ def test_which_send_failures_are_tried_again() -> None:
     assert not _transient(_wrapped(_status(400)))
     assert not _transient(A2AClientError("the remote refused"))
     assert not _transient(ValueError("malformed"))
+    off = OriginRefused("http://10.0.0.1/a2a is not an allowed origin")  # a TransportError, but final
+    assert not _transient(_wrapped(off))
 
 
 def test_two_service_processes_on_one_ledger_send_a_delegation_once(side: Side, key: ServiceKey) -> None:
