@@ -12,7 +12,9 @@ from studiolo._exceptions import InvalidPath
 
 __all__ = [
     "MAX_PATH_LENGTH",
+    "ancestor_files",
     "ancestors",
+    "file_dir_conflicts",
     "is_git_segment",
     "matches",
     "matches_any",
@@ -79,6 +81,18 @@ def ancestors(path: str) -> list[str]:
     """Every directory prefix that contains `path`, root (``) first: `a/b/c` → ``, `a/`, `a/b/`."""
     parts = path.split("/")[:-1]
     return [""] + ["/".join(parts[: i + 1]) + "/" for i in range(len(parts))]
+
+
+def ancestor_files(path: str) -> list[str]:
+    """The paths that must not be files for `path` to be one: `a/b/c` → `a`, `a/b`."""
+    return [prefix[:-1] for prefix in ancestors(path)[1:]]
+
+
+def file_dir_conflicts(files: Iterable[str]) -> list[tuple[str, str]]:
+    """Among the normalized paths of a tree's files, each pair (file, a file under it): a
+    path that would be both a file and a directory, so the tree cannot exist on disk."""
+    present = set(files)
+    return sorted((above, path) for path in present for above in ancestor_files(path) if above in present)
 
 
 @functools.lru_cache(maxsize=4096)

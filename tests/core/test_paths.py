@@ -6,7 +6,15 @@ from hypothesis import strategies as st
 
 from studiolo import InvalidPath
 from studiolo.client import UntrustedResponse, confined_path
-from studiolo.core.paths import ancestors, is_git_segment, matches, normalize_path, normalize_prefix
+from studiolo.core.paths import (
+    ancestor_files,
+    ancestors,
+    file_dir_conflicts,
+    is_git_segment,
+    matches,
+    normalize_path,
+    normalize_prefix,
+)
 
 
 @pytest.mark.parametrize(
@@ -142,3 +150,13 @@ def test_a_client_refuses_what_the_server_would_refuse(segment: str) -> None:
     if refused:
         with pytest.raises(UntrustedResponse):
             confined_path(raw)
+
+
+def test_file_dir_conflicts_pairs_a_file_with_the_files_under_it() -> None:
+    assert ancestor_files("a/b/c") == ["a", "a/b"] and ancestor_files("a") == []
+    assert file_dir_conflicts(["a", "a/b", "a/b/c", "ab/c", "x"]) == [
+        ("a", "a/b"),
+        ("a", "a/b/c"),
+        ("a/b", "a/b/c"),
+    ]
+    assert file_dir_conflicts(["a/b", "a/c", "b"]) == []
