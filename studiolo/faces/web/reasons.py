@@ -57,7 +57,8 @@ EXPLANATIONS: Mapping[Reason, tuple[str, str]] = {
     ),
     Reason.PATH_CONFLICT: (
         "Publishing the candidate would make a path both a file and a directory.",
-        "delete the file or move the files under it (in the candidate), resubmit, re-verify.",
+        "delete the file (or the files under the directory) in the same candidate, or write "
+        "elsewhere; resubmit, re-verify.",
     ),
     Reason.EVIDENCE_UNTRUSTED: (
         "A cited receipt is unknown, badly signed, or from a verifier not admitted for its checker.",
