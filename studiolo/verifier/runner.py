@@ -125,6 +125,7 @@ class Runner:
     # one item ----------------------------------------------------------------
     def verify(self, item: VerificationItem) -> ItemReport:
         start = time.monotonic()
+        self._retry_at.pop((item.candidate_id, item.criterion), None)  # due now: tried again
 
         def report(status: str, summary: str, rid: str | None = None) -> ItemReport:
             secs = time.monotonic() - start

@@ -36,6 +36,7 @@ def _h(*pairs: tuple[str, str]) -> list[tuple[bytes, bytes]]:
         ("10.1.1.1", _h(("X-Forwarded-For", "10.3.3.3")), "10.3.3.3"),  # only proxies: the farthest
         ("10.1.1.1", [], "10.1.1.1"),  # no header: the proxy itself (a health check)
         ("fd00::1", _h(("X-Forwarded-For", "2001:db8::9")), "2001:db8::9"),
+        ("::ffff:10.1.1.1", _h(("X-Forwarded-For", "203.0.113.5")), "203.0.113.5"),  # dual-stack
         # an untrusted peer names nobody, whatever it sends
         ("192.0.2.1", _h(("X-Forwarded-For", "203.0.113.5"), ("Forwarded", "for=1.1.1.1")), "192.0.2.1"),
     ],

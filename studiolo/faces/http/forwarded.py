@@ -38,6 +38,8 @@ def is_trusted(address: str, trusted: Networks) -> bool:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # a dual-stack socket's spelling of an IPv4 peer
     return any(ip in net for net in trusted)
 
 
