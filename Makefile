@@ -1,10 +1,13 @@
 # Two commands on a fresh machine: `make run` and `make test`.
+# What the machine must provide (bubblewrap, chromium, a running PostgreSQL) is installed or
+# started by scripts/system.sh, or it stops at once and prints the one command that would.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TESTENV := $(VENV)/test.env
 
-.PHONY: run test lint typecheck unit install demo bench clean
+.PHONY: run test lint typecheck unit install system-run system-test demo bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -16,7 +19,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-run: $(STAMP)
+system-run:
+	@bash scripts/system.sh run
+
+system-test: | $(BIN)/python
+	@bash scripts/system.sh test > $(TESTENV)
+
+run: system-run $(STAMP)
 	$(BIN)/studiolo run
 
 demo: $(STAMP)
@@ -29,8 +38,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy studiolo
 
-unit: $(STAMP)
-	$(BIN)/pytest -q
+# Every test, the whole engine study included (STUDIOLO_ENGINE_STUDY=0 leaves it out).
+unit: $(STAMP) system-test
+	set -a && . ./$(TESTENV) && set +a && STUDIOLO_ENGINE_STUDY=$${STUDIOLO_ENGINE_STUDY:-1} $(BIN)/pytest -q
 
 test: lint typecheck unit
 

@@ -110,12 +110,20 @@ def error_from_problem(status: int, problem: Mapping[str, Any], *, completion: b
     reason = str(problem.get("reason") or "internal_error")
     detail = str(problem.get("detail") or reason)
     failed = [str(f) for f in problem.get("failed") or [reason]]
+    details = _details(problem.get("details"))
     if completion and status in (404, 409) and set(failed) <= _PREDICATES:
-        return CompletionRejected(failed, detail)
+        return CompletionRejected(failed, detail, details)
     cls = InvalidPath if reason == "invalid_path" else _BY_STATUS.get(status, StudioloError)
-    exc = cls(detail, reason=reason, failed=failed)
+    exc = cls(detail, reason=reason, failed=failed, details=details)
     exc.status = status
     return exc
+
+
+def _details(value: object) -> list[dict[str, Any]]:
+    """A problem's `details`: what each failed predicate found (only JSON objects are kept)."""
+    if not isinstance(value, list):
+        return []
+    return [dict(d) for d in value if isinstance(d, dict)]
 
 
 class Client:
@@ -221,6 +229,9 @@ class Client:
         out = self._one(s.RevokedOut, "POST", f"/v1/principals/{_seg(principal_id)}/tokens/revoke")
         return out.revoked
 
+    def reconfirm(self, principal_id: str) -> s.ReconfirmedOut:
+        return self._one(s.ReconfirmedOut, "POST", f"/v1/principals/{_seg(principal_id)}/reconfirm")
+
     def set_public_key(self, principal_id: str, public_key: str) -> s.PrincipalOut:
         from studiolo.api import requests as q
 
@@ -312,6 +323,7 @@ class Client:
         policy_version: int | None = None,
         requires_deployment: bool = False,
         allow_evidence_reuse: bool = False,
+        separate_verdict: Iterable[str] = (),
         project: str | None = None,
     ) -> s.TaskOut:
         from studiolo.api import requests as q
@@ -324,6 +336,7 @@ class Client:
             policy_version=policy_version,
             requires_deployment=requires_deployment,
             allow_evidence_reuse=allow_evidence_reuse,
+            separate_verdict=list(separate_verdict),
         )
         return self._one(s.TaskOut, "POST", f"{self._p(project)}/tasks", body)
 
@@ -350,6 +363,7 @@ class Client:
         criteria: Mapping[str, str] | None = None,
         scope: Iterable[str] | None = None,
         policy_version: int | None = None,
+        separate_verdict: Iterable[str] | None = None,
     ) -> s.TaskOut:
         from studiolo.api import requests as q
 
@@ -357,6 +371,7 @@ class Client:
             criteria=dict(criteria) if criteria is not None else None,
             scope=list(scope) if scope is not None else None,
             policy_version=policy_version,
+            separate_verdict=list(separate_verdict) if separate_verdict is not None else None,
         )
         return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/migrate", body)
 

@@ -22,6 +22,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8765
     public_url: str = ""
+    # /mcp answers only these Host and Origin values, besides those of `public_url` and loopback
+    mcp_allowed_hosts: tuple[str, ...] = ()
+    mcp_allowed_origins: tuple[str, ...] = ()
     # HTTP hardening (docs/operations.md, "Limits"): timeouts, caps, in-flight requests.
     header_timeout_seconds: float = 10.0
     keep_alive_seconds: float = 30.0  # idle between requests; agents heartbeat every ~10 s
@@ -65,6 +68,8 @@ class Settings:
             host=host,
             port=port,
             public_url=e.get("STUDIOLO_PUBLIC_URL", f"http://{host}:{port}"),
+            mcp_allowed_hosts=_words(e.get("STUDIOLO_MCP_ALLOWED_HOSTS", "")),
+            mcp_allowed_origins=_words(e.get("STUDIOLO_MCP_ALLOWED_ORIGINS", "")),
             header_timeout_seconds=float(e.get("STUDIOLO_HEADER_TIMEOUT", base.header_timeout_seconds)),
             body_timeout_seconds=float(e.get("STUDIOLO_BODY_TIMEOUT", base.body_timeout_seconds)),
             keep_alive_seconds=float(e.get("STUDIOLO_KEEP_ALIVE", base.keep_alive_seconds)),
@@ -141,6 +146,11 @@ class ClientSettings:
         self, *, url: str | None = None, token: str | None = None, project: str | None = None
     ) -> ClientSettings:
         return replace(self, url=url or self.url, token=token or self.token, project=project or self.project)
+
+
+def _words(value: str) -> tuple[str, ...]:
+    """A comma-separated list."""
+    return tuple(w.strip() for w in value.split(",") if w.strip())
 
 
 def _credentials(path: str | None) -> dict[str, str]:

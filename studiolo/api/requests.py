@@ -120,6 +120,11 @@ class TaskIn(_In):
     policy_version: Rev | None = Field(None, description="default: the latest published policy")
     requires_deployment: StrictBool = False
     allow_evidence_reuse: StrictBool = False
+    separate_verdict: list[Short] = Field(
+        default_factory=list,
+        max_length=100,
+        description="criteria whose passing receipts must be computed where the candidate's code never ran",
+    )
 
 
 class IntakeIn(_In):
@@ -146,6 +151,7 @@ class MigrateIn(_In):
     criteria: dict[Short, Short] | None = None
     scope: list[Short] | None = Field(None, max_length=200)
     policy_version: Rev | None = None
+    separate_verdict: list[Short] | None = Field(None, max_length=100)
 
 
 class ClaimIn(_In):

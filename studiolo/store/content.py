@@ -71,6 +71,10 @@ _CHUNK = 400  # rows per multi-row statement: well inside both back-ends' parame
 # What a task view asks of a completion's revisions: the digest each revision published, and
 # the deployments observed since the commit.
 _REVISION_DIGESTS = "SELECT path, digest FROM artifact_revisions WHERE project_id = :p AND "
+# Who made given revisions, and how (a refusal's details).
+_REVISION_CHANGES = (
+    "SELECT path, revision, changed_at, actor, cause FROM artifact_revisions WHERE project_id = :p AND "
+)
 _DEPLOYED_SINCE = (
     f"SELECT {columns(s.observations, 'o')} FROM observations o WHERE o.project_id = :p"
     " AND o.kind = 'deployed' AND o.observed_at >= :at AND "
@@ -472,6 +476,23 @@ class ContentRepo:
     def candidates_of_task_later(self, task_id: str) -> Callable[[], list[Candidate]]:
         """`candidates_of_task(...)`, its read sent now and answered when called (`Raw.later`)."""
         return self._raw.later_as(_CANDIDATES_OF_TASK, {"k": task_id}, candidate_of)
+
+    def changes(
+        self, project_id: str, revisions: Mapping[str, int]
+    ) -> dict[str, tuple[float, str | None, str]]:
+        """For `revisions` (path → revision): when, by whom and how (`edit` or a completion
+        id) each was made; a path whose revision has no record is left out."""
+        paths, out = sorted(revisions), {}
+        for i in range(0, len(paths), _CHUNK):
+            part = paths[i : i + _CHUNK]
+            sql = self._raw.keyed(
+                _REVISION_CHANGES, (("path", "f", "text"), ("revision", "r", "bigint")), len(part)
+            )
+            keys = {"p": project_id} | in_params("f", part) | in_params("r", (revisions[p] for p in part))
+            for path, rev, at, actor, cause in self._raw.all(sql, keys):
+                if revisions.get(str(path)) == int(rev):
+                    out[str(path)] = (float(at), actor, str(cause))
+        return out
 
     def deployments_later(
         self, project_id: str, revisions: Mapping[str, int], since: float

@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from studiolo._exceptions import StudioloError
 from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes, digest_json
+from studiolo.core.enums import VerdictIsolation
 from studiolo.core.paths import file_dir_conflicts
 from studiolo.keys import sign
 from studiolo.verifier.checkers import Checker, CheckerConfigError, CheckOutcome, registry
@@ -88,6 +89,8 @@ class Runner:
         # cannot isolate raises IsolationUnavailable here, before any work is taken.
         self.isolation = None if unsafe_no_isolation else isolation or Isolation.probe(self.limits.run_as)
         self.workdir = workdir
+        # trees left by a verifier killed mid-check (none younger than one check may last)
+        Workspace.remove_stale(workdir, older_than=self.limits.timeout + 60)
         self.clock = clock
         self.echo = echo
         self._passed_over: set[tuple[str, str]] = set()  # (candidate, criterion) skipped for good
@@ -135,7 +138,7 @@ class Runner:
             checker = self._checker(item)
             spec = self._tree(item)
             outcome, log = self._check(item, checker, spec)
-            rid = self._post(item, outcome, log)
+            rid = self._post(item, outcome, log, checker)
         except _Skip as exc:
             return report("skipped", str(exc))
         except _NotAVerdict as exc:
@@ -146,6 +149,8 @@ class Runner:
         except (StudioloError, IntegrityError, OSError) as exc:
             reason = f" [{exc.reason}]" if isinstance(exc, StudioloError) else ""
             return report("error", f"{type(exc).__name__}{reason}: {exc}")
+        except Exception as exc:  # a checker kind's own bug: no receipt, and never the loop's end
+            return report("error", f"the checker kind failed: {type(exc).__name__}: {str(exc)[:500]}")
         return report("pass" if outcome.passed else "fail", outcome.summary, rid)
 
     def _checker(self, item: VerificationItem) -> Checker:
@@ -176,7 +181,7 @@ class Runner:
         own = _own_conflicts(spec)
         if own:
             return _unbuildable(item, spec, f"{own[0][0]} is both a file and a directory")
-        with Workspace(self.workdir) as ws:
+        with Workspace(self.workdir, self._group()) as ws:
             try:
                 materialize(spec, self.port.blob, ws.tree, self.limits.tree_bytes)
             except TreeTooLarge as exc:
@@ -193,6 +198,11 @@ class Runner:
                 outcome = CheckOutcome(False, outcome.log + f"\n[{note}]\n".encode(), note)
             return outcome, _log(item, spec, sealed, outcome)
 
+    def _group(self) -> int | None:
+        """The group that may reach an unisolated check's tree (`--run-as`), else None."""
+        run_as = self.limits.run_as
+        return run_as[1] if self.isolation is None and run_as is not None else None
+
     def _run_checker(self, checker: Checker, item: VerificationItem, ws: Workspace) -> CheckOutcome:
         sandbox = Sandbox(ws, self.limits, isolation=self.isolation)
         try:
@@ -200,7 +210,12 @@ class Runner:
         except CheckerConfigError as exc:
             return CheckOutcome(False, f"checker misconfigured: {exc}\n".encode(), f"misconfigured: {exc}")
 
-    def _post(self, item: VerificationItem, outcome: CheckOutcome, log: bytes) -> str:
+    def _isolation_of(self, checker: Checker) -> VerdictIsolation:
+        """What the kind declares; without isolation nothing keeps the candidate's processes
+        away from the verdict (they may outlive a stage and share the uid): `shared`."""
+        return checker.verdict_isolation if self.isolation is not None else VerdictIsolation.SHARED
+
+    def _post(self, item: VerificationItem, outcome: CheckOutcome, log: bytes, checker: Checker) -> str:
         log_digest = self.port.put_blob(log)
         if log_digest != digest_bytes(log):
             raise IntegrityError("the service stored the log under another digest")
@@ -216,6 +231,7 @@ class Runner:
             "issued_at": int(self.clock() * 1000),
             "issuer": item.issuer,
             "log_digest": log_digest,
+            "verdict_isolation": self._isolation_of(checker).value,
         }
         return self.port.post_receipt(item.candidate_id, body, sign(self.key, body))
 

@@ -145,6 +145,13 @@ def _receipt_for_other_bytes(w: World, r: Ready) -> dict[str, object]:
     return {}
 
 
+def _shared_verdict(w: World, r: Ready) -> dict[str, object]:
+    """A contract that requires a separate verdict; beside a separate pass, a shared one is cited."""
+    r.task = w.coord.migrate_task(w.admin, r.task.id, separate_verdict=["tests"])
+    r.evidence = [w.receipt(r.cand, verdict_isolation="separate").id, w.receipt(r.cand).id]
+    return {}
+
+
 def _no_receipt(w: World, r: Ready) -> dict[str, object]:
     r.evidence.clear()
     return {}
@@ -171,6 +178,7 @@ CASES: list[tuple[str, Callable[[World, Ready], dict[str, object]], Reason]] = [
     ("a file where the candidate needs a directory", _file_where_a_directory_goes, Reason.PATH_CONFLICT),
     ("forged receipt id", _forged_receipt, Reason.EVIDENCE_UNTRUSTED),
     ("receipt for other bytes", _receipt_for_other_bytes, Reason.EVIDENCE_NOT_BOUND),
+    ("shared verdict where a separate one is required", _shared_verdict, Reason.EVIDENCE_NOT_SEPARATE),
     ("no receipt", _no_receipt, Reason.EVIDENCE_MISSING),
     ("failing receipt", _failing_receipt, Reason.EVIDENCE_FAILED),
 ]

@@ -31,7 +31,10 @@ def server_url() -> str:
 
     url = os.environ.get(ENV)
     if not url:
-        pytest.skip(f"PostgreSQL tests need {ENV} (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)")
+        pytest.skip(
+            f"PostgreSQL tests need {ENV} (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test); "
+            "`make test` starts a local PostgreSQL, creates the database and sets it"
+        )
     try:
         with psycopg.connect(_conninfo(url), connect_timeout=3):
             pass

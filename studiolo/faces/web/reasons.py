@@ -68,6 +68,11 @@ EXPLANATIONS: Mapping[Reason, tuple[str, str]] = {
         "A cited receipt is about another task, attempt, contract or candidate.",
         "have the exact candidate verified.",
     ),
+    Reason.EVIDENCE_NOT_SEPARATE: (
+        "A cited pass was computed where the candidate's code ran, and the criterion forbids that.",
+        "have the candidate checked by a checker whose kind is `separate` (e.g. `outputs`), "
+        "or an admin migrates the contract.",
+    ),
     Reason.EVIDENCE_MISSING: (
         "A required criterion has no trusted, bound receipt.",
         "wait for the verifier (`GET /v1/verifications`), then cite its receipt.",

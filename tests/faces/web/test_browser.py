@@ -31,7 +31,10 @@ ARGS = [
 IMG = Path(__file__).resolve().parents[3] / "docs" / "img"
 WAIT_MS = 15_000
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="needs Debian's chromium at /usr/bin/chromium: `make test` installs it (apt-get install chromium)",
+)
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
