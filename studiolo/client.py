@@ -561,12 +561,26 @@ class Client:
 
     # delegation to remote A2A agents ---------------------------------------------
     def add_remote_org(
-        self, name: str, keys: Mapping[str, str], *, target: str | None = None, project: str | None = None
+        self,
+        name: str,
+        keys: Mapping[str, str],
+        *,
+        target: str | None = None,
+        origins: Sequence[str] = (),
+        project: str | None = None,
     ) -> s.RemoteOrgOut:
         from studiolo.api import requests as q
 
-        body = q.RemoteOrgIn(name=name, keys=dict(keys), target=target)
+        body = q.RemoteOrgIn(name=name, keys=dict(keys), target=target, origins=list(origins))
         return self._one(s.RemoteOrgOut, "POST", f"{self._p(project)}/remote-orgs", body)
+
+    def set_remote_origins(
+        self, name: str, origins: Sequence[str], *, project: str | None = None
+    ) -> s.RemoteOrgOut:
+        from studiolo.api import requests as q
+
+        url = f"{self._p(project)}/remote-orgs/{_seg(name)}/origins"
+        return self._one(s.RemoteOrgOut, "PUT", url, q.OriginsIn(origins=list(origins)))
 
     def remote_orgs(self, project: str | None = None) -> list[s.RemoteOrgOut]:
         return self._many(s.RemoteOrgOut, f"{self._p(project)}/remote-orgs")

@@ -49,6 +49,7 @@ class Settings:
     a2a_quiescence_bound: float = 600.0
     a2a_backoff_initial: float = 1.0
     a2a_backoff_max: float = 60.0
+    a2a_confirm_seconds: float = 2.0  # least time between the two reads that must agree
     a2a_max_artifact_bytes: int = 64 * 1024 * 1024
     a2a_request_timeout: float = 30.0
     a2a_max_response_bytes: int = 32 * 1024 * 1024  # a card or GetTask answer (inline artifacts)
@@ -91,6 +92,7 @@ class Settings:
             a2a_quiescence_bound=float(e.get("STUDIOLO_A2A_QUIESCENCE_BOUND", base.a2a_quiescence_bound)),
             a2a_backoff_initial=float(e.get("STUDIOLO_A2A_BACKOFF_INITIAL", base.a2a_backoff_initial)),
             a2a_backoff_max=float(e.get("STUDIOLO_A2A_BACKOFF_MAX", base.a2a_backoff_max)),
+            a2a_confirm_seconds=float(e.get("STUDIOLO_A2A_CONFIRM_SECONDS", base.a2a_confirm_seconds)),
             a2a_max_artifact_bytes=int(e.get("STUDIOLO_A2A_MAX_ARTIFACT_BYTES", base.a2a_max_artifact_bytes)),
             a2a_request_timeout=float(e.get("STUDIOLO_A2A_REQUEST_TIMEOUT", base.a2a_request_timeout)),
             a2a_max_response_bytes=int(e.get("STUDIOLO_A2A_MAX_RESPONSE_BYTES", base.a2a_max_response_bytes)),

@@ -31,6 +31,7 @@ __all__ = [
     "LeaseIn",
     "MigrateIn",
     "ObservationIn",
+    "OriginsIn",
     "PolicyIn",
     "PrincipalIn",
     "ProjectIn",
@@ -218,6 +219,14 @@ class RemoteOrgIn(_In):
     name: Short
     keys: Annotated[dict[Short, Short], Field(min_length=1, max_length=16)]
     target: Short | None = None
+    origins: Annotated[list[Short], Field(max_length=16)] = []  # scheme://host[:port]
+
+
+class OriginsIn(_In):
+    """The origins (`scheme://host[:port]`) the service may send requests to for a remote
+    organisation; a loopback, link-local or private address only when named as such."""
+
+    origins: Annotated[list[Short], Field(max_length=16)]
 
 
 class DelegateIn(_In):

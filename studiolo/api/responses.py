@@ -318,6 +318,7 @@ class RemoteOrgOut(_Out):
     target: str
     created_at: float
     revoked_at: float | None
+    origins: list[str]
 
 
 class DelegationOut(_Out):

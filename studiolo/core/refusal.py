@@ -17,7 +17,7 @@ from studiolo.core.model import Action, Attempt, Candidate, Grant, Receipt, Rece
 from studiolo.core.paths import matches_any
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict
 from studiolo.core.reasons import Reason
-from studiolo.core.trust import is_bound, is_trusted
+from studiolo.core.trust import is_bound, is_trusted, meets_isolation
 
 __all__ = [
     "Change",
@@ -301,6 +301,17 @@ def _cited(q: CompletionRequest, f: CompletionFacts) -> list[Receipt]:
     return [f.receipts[rid] for rid in dict.fromkeys(q.evidence) if rid in f.receipts]
 
 
+def _not_separate(q: CompletionRequest, f: CompletionFacts, task: Task, _c: Circumstances) -> Detail:
+    """Each cited receipt whose verdict was computed where the candidate's code ran, for a
+    criterion the contract wants judged apart from it."""
+    items = tuple(
+        Item("shared_verdict", {"receipt_id": r.id, **_about(r)})
+        for r in _cited(q, f)
+        if not meets_isolation(r, task)
+    )
+    return Detail(Reason.EVIDENCE_NOT_SEPARATE, {}, items)
+
+
 def _missing(q: CompletionRequest, f: CompletionFacts, task: Task, _c: Circumstances) -> Detail:
     seen = {r.criterion for r in _counting(q, f, task, _cited(q, f))}
     recorded = _counting(q, f, task, f.recorded)
@@ -359,6 +370,7 @@ _EXPLAIN: dict[Reason, _Explain] = {
     Reason.PATH_CONFLICT: _path_conflict,
     Reason.EVIDENCE_UNTRUSTED: _untrusted,
     Reason.EVIDENCE_NOT_BOUND: _not_bound,
+    Reason.EVIDENCE_NOT_SEPARATE: _not_separate,
     Reason.EVIDENCE_MISSING: _missing,
     Reason.EVIDENCE_FAILED: _failed,
 }

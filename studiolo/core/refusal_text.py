@@ -193,6 +193,16 @@ def _not_bound(d: _Body) -> str:
     )
 
 
+def _not_separate(d: _Body) -> str:
+    return _joined(
+        [
+            f"receipt {i.get('receipt_id')} for criterion {i.get('criterion')} was computed where the "
+            "candidate's code ran; the contract wants a verdict computed apart from it"
+            for i in _items(d)
+        ]
+    )
+
+
 def _missing(d: _Body) -> str:
     parts = []
     for i in _items(d):
@@ -227,6 +237,7 @@ _SAY: dict[str, Callable[[_Body], str]] = {
     "path_conflict": _path_conflict,
     "evidence_untrusted": _untrusted,
     "evidence_not_bound": _not_bound,
+    "evidence_not_separate": _not_separate,
     "evidence_missing": _missing,
     "evidence_failed": _failed,
 }

@@ -342,6 +342,7 @@ a2a_remote_orgs = Table(
     Column("attest_key", Text, nullable=False),  # the verifier principal's private key
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float, nullable=True),
+    Column("origins", Text, nullable=False, server_default="[]"),  # JSON: where requests may go
     UniqueConstraint("project_id", "name", name="uq_a2a_remote_org_name"),
 )
 

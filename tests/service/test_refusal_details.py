@@ -123,6 +123,12 @@ def _not_bound(w: World, r: Ready, d: Detail) -> None:
     assert i["receipt_id"] == r.evidence[-1] and i["differs"] == ["candidate_digest"]
 
 
+def _not_separate(w: World, r: Ready, d: Detail) -> None:
+    (i,) = d["items"]
+    assert (i["receipt_id"], i["criterion"]) == (r.evidence[-1], "tests")
+    assert d["text"].startswith(f"Receipt {r.evidence[-1]} for criterion tests was computed where")
+
+
 def _missing(w: World, r: Ready, d: Detail) -> None:
     (i,) = d["items"]
     recorded = w.coord.receipts(w.agent, r.cand.id)
@@ -157,6 +163,7 @@ EXPECT: dict[Reason, Callable[[World, Ready, Detail], None]] = {
     Reason.PATH_CONFLICT: _path_conflict,
     Reason.EVIDENCE_UNTRUSTED: _untrusted,
     Reason.EVIDENCE_NOT_BOUND: _not_bound,
+    Reason.EVIDENCE_NOT_SEPARATE: _not_separate,
     Reason.EVIDENCE_MISSING: _missing,
     Reason.EVIDENCE_FAILED: _failed,
 }
