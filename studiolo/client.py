@@ -46,7 +46,7 @@ from studiolo._exceptions import (
 from studiolo.api import responses as s
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.enums import Action, PrincipalKind
-from studiolo.core.paths import normalize_path
+from studiolo.core.paths import is_git_segment, normalize_path
 from studiolo.core.reasons import Reason
 
 if TYPE_CHECKING:  # imported where used, so that a CLI call pays only for what it uses:
@@ -719,26 +719,13 @@ def _sse_messages(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
 
 
 # confined writes -------------------------------------------------------------------
-# Characters that HFS+ ignores in names (as git does when it refuses `.git`): `.g\u200cit`
-# names `.git` there.
-_IGNORED_IN_NAMES = frozenset(
-    "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"
-)
-
-
-def is_git_segment(segment: str) -> bool:
-    """Whether a path segment names a `.git` directory on some file system: any case,
-    trailing dots or spaces (Windows), an NTFS stream suffix, the 8.3 name, HFS+ ignorables."""
-    folded = "".join(ch for ch in segment if ch not in _IGNORED_IN_NAMES).casefold()
-    folded = folded.split(":", 1)[0].rstrip(". ")
-    return folded in (".git", "git~1")
-
-
 def confined_path(raw: object) -> str:
     """A server-sent path that is safe to create under a local directory, else UntrustedResponse.
 
     It must already be in normal form (so `..`, a leading `/`, `.` or empty segments and
-    backslashes are refused, never resolved) and have no `.git` segment.
+    backslashes are refused, never resolved). Normal form is the server's own rule
+    (`core.paths.normalize_path`), which refuses every spelling of `.git` (`is_git_segment`):
+    the server never stores a path that its clients refuse.
     """
     if not isinstance(raw, str) or "\\" in raw:
         raise UntrustedResponse(f"the server sent an unsafe path {str(raw)[:200]!r}")
@@ -748,8 +735,6 @@ def confined_path(raw: object) -> str:
         raise UntrustedResponse(f"the server sent an unsafe path {raw[:200]!r}: {exc}") from exc
     if norm != raw:
         raise UntrustedResponse(f"the server sent a path not in normal form: {raw[:200]!r}")
-    if any(is_git_segment(seg) for seg in norm.split("/")):
-        raise UntrustedResponse(f"the server sent a path inside a .git directory: {raw[:200]!r}")
     return norm
 
 

@@ -38,6 +38,9 @@ class Settings:
     max_candidate_bytes: int = 4 * 1024 * 1024
     max_completion_bytes: int = 64 * 1024
     max_streams_per_principal: int = 8
+    # Reverse proxies (CIDRs) whose X-Forwarded-For / Forwarded name the client that the
+    # per-address connection limit counts (docs/operations.md). None by default.
+    trusted_proxies: tuple[str, ...] = ()
     # PostgreSQL connections a serving process keeps (and never more: see docs/operations.md)
     db_pool_size: int = 10
     # The A2A requester (docs/a2a.md, "Delegating to a remote agent").
@@ -82,6 +85,7 @@ class Settings:
             max_candidate_bytes=int(e.get("STUDIOLO_MAX_CANDIDATE_BYTES", base.max_candidate_bytes)),
             max_completion_bytes=int(e.get("STUDIOLO_MAX_COMPLETION_BYTES", base.max_completion_bytes)),
             max_streams_per_principal=int(e.get("STUDIOLO_MAX_STREAMS", base.max_streams_per_principal)),
+            trusted_proxies=_cidrs(e.get("STUDIOLO_TRUSTED_PROXIES", "")),
             db_pool_size=int(e.get("STUDIOLO_DB_POOL_SIZE", base.db_pool_size)),
             a2a_requester=e.get("STUDIOLO_A2A_REQUESTER", "1") not in ("0", "false", "no"),
             a2a_poll_seconds=float(e.get("STUDIOLO_A2A_POLL_SECONDS", base.a2a_poll_seconds)),
@@ -161,6 +165,21 @@ def _credentials(path: str | None) -> dict[str, str]:
     ):
         raise ValueError("STUDIOLO_A2A_CREDENTIALS names a JSON object of organisation → token")
     return dict(data)
+
+
+def _cidrs(text: str) -> tuple[str, ...]:
+    """Comma- or space-separated CIDRs, each checked (a typo fails at start, not silently)."""
+    parts = [p for p in text.replace(",", " ").split() if p]
+    if not parts:
+        return ()
+    import ipaddress  # only when configured: every CLI call builds settings
+
+    for part in parts:
+        try:
+            ipaddress.ip_network(part, strict=False)
+        except ValueError as exc:
+            raise ValueError(f"STUDIOLO_TRUSTED_PROXIES: not an address or CIDR: {part!r}") from exc
+    return tuple(parts)
 
 
 def _state_dir(env: Mapping[str, str]) -> Path:

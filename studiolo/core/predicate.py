@@ -77,6 +77,9 @@ class CompletionFacts:
     incarnation: str  # the authority incarnation at the commit point
     # every receipt recorded for the candidate's bytes, cited or not (core.trust decides)
     recorded: tuple[Receipt, ...] = ()
+    # (file, a file under it): what publishing the candidate over the current tree would make
+    # both a file and a directory
+    tree_conflicts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,10 @@ def _bases_current(_q: CompletionRequest, f: CompletionFacts, _t: Task) -> bool:
     return c is None or all(f.artifact_revisions.get(p, 0) == r for p, r in c.bases.items())
 
 
+def _one_kind_per_path(_q: CompletionRequest, f: CompletionFacts, _t: Task) -> bool:
+    return not f.tree_conflicts
+
+
 def _trusted(q: CompletionRequest, f: CompletionFacts, task: Task) -> bool:
     return all(_is_trusted(rid, f, task) for rid in q.evidence)
 
@@ -232,6 +239,7 @@ _CHECKS: tuple[tuple[Reason, _Check], ...] = (
     (Reason.CONTRACT_MISMATCH, _contract),
     (Reason.DEPENDENCY_STALE, _deps_current),
     (Reason.TARGET_BASE_STALE, _bases_current),
+    (Reason.PATH_CONFLICT, _one_kind_per_path),
     (Reason.EVIDENCE_UNTRUSTED, _trusted),
     (Reason.EVIDENCE_NOT_BOUND, _evidence_bound),
     (Reason.EVIDENCE_NOT_SEPARATE, _separate),

@@ -216,6 +216,16 @@ def _moved(
     )
 
 
+def _path_conflict(_q: CompletionRequest, f: CompletionFacts, _t: Task, _c: Circumstances) -> Detail:
+    """Each file that publishing would leave with files under it, then one file under it."""
+    items = []
+    for above, below in dict.fromkeys(
+        (a, next(b for x, b in f.tree_conflicts if x == a)) for a, _ in f.tree_conflicts
+    ):
+        items += [Item("file", path=above), Item("file_under_it", path=below)]
+    return Detail(Reason.PATH_CONFLICT, {}, tuple(items))
+
+
 def _untrusted(q: CompletionRequest, f: CompletionFacts, task: Task, _c: Circumstances) -> Detail:
     items = []
     for rid in dict.fromkeys(q.evidence):
@@ -357,6 +367,7 @@ _EXPLAIN: dict[Reason, _Explain] = {
     Reason.CONTRACT_MISMATCH: _contract,
     Reason.DEPENDENCY_STALE: _deps,
     Reason.TARGET_BASE_STALE: _bases,
+    Reason.PATH_CONFLICT: _path_conflict,
     Reason.EVIDENCE_UNTRUSTED: _untrusted,
     Reason.EVIDENCE_NOT_BOUND: _not_bound,
     Reason.EVIDENCE_NOT_SEPARATE: _not_separate,

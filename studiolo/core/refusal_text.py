@@ -126,6 +126,11 @@ def _scope(d: _Body) -> str:
     return f"Outside the contract's scope ({scope}): {_paths(d)}."
 
 
+def _path_conflict(d: _Body) -> str:
+    pairs = _paths(d)
+    return f"Publishing would make a path both a file and a directory (a file, then one under it): {pairs}."
+
+
 def _unauthorized(d: _Body) -> str:
     missing = [
         f"{i.get('action')} on {i.get('path') or i.get('note')}"
@@ -229,6 +234,7 @@ _SAY: dict[str, Callable[[_Body], str]] = {
     "contract_mismatch": _contract,
     "dependency_stale": _stale,
     "target_base_stale": _stale,
+    "path_conflict": _path_conflict,
     "evidence_untrusted": _untrusted,
     "evidence_not_bound": _not_bound,
     "evidence_not_separate": _not_separate,

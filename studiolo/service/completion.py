@@ -31,8 +31,11 @@ __all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
 
 _MAX_EVIDENCE = 100
 
-# trust, declared revisions, the candidate's paths' revisions now (what publishing moves)
-_Gathered = tuple[ReceiptFacts, tuple[dict[str, int], dict[str, int]], dict[str, int]]
+# trust, declared revisions, the candidate's paths' revisions now (what publishing moves),
+# the paths publishing would make both a file and a directory
+_Gathered = tuple[
+    ReceiptFacts, tuple[dict[str, int], dict[str, int]], dict[str, int], tuple[tuple[str, str], ...]
+]
 
 
 _Ahead = tuple[Task, Candidate | None]  # read before the gate (`CompletionOps._ahead`)
@@ -196,7 +199,7 @@ class CompletionOps(Door):
             return CompletionFacts(
                 caller, None, None, None, (), {}, {}, {}, {}, frozenset(), tx.now, tx.incarnation
             )
-        trust, (files, dirs), _ = gathered
+        trust, (files, dirs), _, conflicts = gathered
         task, cand = found.task, found.candidate
         return CompletionFacts(
             caller=caller,
@@ -212,6 +215,7 @@ class CompletionOps(Door):
             now=tx.now,
             incarnation=tx.incarnation,
             recorded=trust.recorded,
+            tree_conflicts=conflicts,
         )
 
     def _reads(
@@ -231,11 +235,12 @@ class CompletionOps(Door):
         published = sorted(set(bound.files)) if bound else []
         # The declared paths and those the candidate publishes: one statement.
         revisions = tx.content.declared_revisions_later(task.project_id, paths | set(published), prefixes)
+        conflicts = tx.content.tree_conflicts_later(task.project_id, bound.files) if bound else list
 
         def gathered() -> _Gathered:
             files, dirs = revisions()
             declared = {p: files[p] for p in sorted(paths)}
-            return trust(), (declared, dirs), {p: files[p] for p in published}
+            return trust(), (declared, dirs), {p: files[p] for p in published}, tuple(conflicts())
 
         return gathered
 

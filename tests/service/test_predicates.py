@@ -126,6 +126,14 @@ def _stale_target(w: World, r: Ready) -> dict[str, object]:
     return {}
 
 
+def _file_where_a_directory_goes(w: World, r: Ready) -> dict[str, object]:
+    files = {"src/answer.txt": b"42\n", "src/out/report.txt": b"ok\n"}
+    cand = w.candidate(r.attempt, files, deps={"src/input.txt": 1})
+    w.edit("src/out", b"a file, after the candidate\n")
+    r.cand, r.evidence = cand, [w.receipt(cand).id]
+    return {}
+
+
 def _forged_receipt(w: World, r: Ready) -> dict[str, object]:
     r.evidence.append("rcp_forged0000000000000")
     return {}
@@ -167,6 +175,7 @@ CASES: list[tuple[str, Callable[[World, Ready], dict[str, object]], Reason]] = [
     ("contract hash differs", _wrong_contract, Reason.CONTRACT_MISMATCH),
     ("declared input edited", _stale_dependency, Reason.DEPENDENCY_STALE),
     ("target edited", _stale_target, Reason.TARGET_BASE_STALE),
+    ("a file where the candidate needs a directory", _file_where_a_directory_goes, Reason.PATH_CONFLICT),
     ("forged receipt id", _forged_receipt, Reason.EVIDENCE_UNTRUSTED),
     ("receipt for other bytes", _receipt_for_other_bytes, Reason.EVIDENCE_NOT_BOUND),
     ("shared verdict where a separate one is required", _shared_verdict, Reason.EVIDENCE_NOT_SEPARATE),

@@ -141,6 +141,14 @@ def _failed(w: World, r: Ready, d: Detail) -> None:
     assert (i["issuer"], i["issuer_name"]) == (w.verifier.id, "ci")
 
 
+def _path_conflict(w: World, r: Ready, d: Detail) -> None:
+    assert [(i["kind"], i["path"]) for i in d["items"]] == [
+        ("file", "src/out"),
+        ("file_under_it", "src/out/report.txt"),
+    ]
+    assert "src/out, src/out/report.txt" in d["text"]
+
+
 EXPECT: dict[Reason, Callable[[World, Ready, Detail], None]] = {
     Reason.TASK_NOT_ACTIVE: _inactive,
     Reason.CALLER_NOT_ATTEMPT_OWNER: _not_owner,
@@ -152,6 +160,7 @@ EXPECT: dict[Reason, Callable[[World, Ready, Detail], None]] = {
     Reason.CONTRACT_MISMATCH: _contract,
     Reason.DEPENDENCY_STALE: _moved("src/input.txt"),
     Reason.TARGET_BASE_STALE: _moved("src/answer.txt"),
+    Reason.PATH_CONFLICT: _path_conflict,
     Reason.EVIDENCE_UNTRUSTED: _untrusted,
     Reason.EVIDENCE_NOT_BOUND: _not_bound,
     Reason.EVIDENCE_NOT_SEPARATE: _not_separate,
@@ -304,7 +313,13 @@ def test_a_write_outside_the_read_scope_is_not_named(any_world: World) -> None:
     assert "docs/out.md" in json.dumps(event["details"])
 
 
-_PATHS = ("src/input.txt", "src/answer.txt", "ops/deploy.sh")  # every path the cases name
+_PATHS = (
+    "src/input.txt",
+    "src/answer.txt",
+    "ops/deploy.sh",
+    "src/out",
+    "src/out/report.txt",
+)  # every path the cases name
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,7 @@ HINTS: dict[str, str] = {
     "contract_mismatch": "Read the task's current contract (get_task), re-verify under it, resubmit.",
     "dependency_stale": "A file you read moved: checkout again, rebase, submit a new candidate, re-verify.",
     "target_base_stale": "Someone else wrote a target: merge with the current content, resubmit, re-verify.",
+    "path_conflict": "A path would be both a file and a directory: delete one side in your candidate.",
     "evidence_untrusted": "Cite receipts from an admitted verifier (get_receipts).",
     "evidence_not_bound": "Have this exact candidate verified, then cite its receipts.",
     "evidence_not_separate": "This criterion needs a verdict computed away from your code (`outputs`).",

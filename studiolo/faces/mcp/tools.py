@@ -16,23 +16,30 @@ from pydantic import Field
 
 from studiolo._exceptions import InvalidRequest, NotFound
 from studiolo.api import responses as s
-from studiolo.api.requests import CandidateIn, CompleteIn
+from studiolo.api.requests import CandidateIn, CompleteIn, Short, Text
+from studiolo.core.paths import MAX_PATH_LENGTH
 from studiolo.faces.mcp import models as m
 from studiolo.faces.mcp.port import StudioloPort
 from studiolo.faces.mcp.refusals import answer
 from studiolo.faces.mcp.schemas import lean_tool
 from studiolo.faces.mcp.workspace import Workspace
+from studiolo.settings import Settings
 
 __all__ = ["TOOL_NAMES", "WORKSPACE_TOOL_NAMES", "PortFor", "Tools", "WorkspaceTools"]
 
 PortFor = Callable[[Context], StudioloPort]
 OnRead = Callable[[str, int], None]  # (path, revision) of a current read, for the workspace
 
+# Every string argument is bounded (the wire models' limits where they have one): a 100 KB
+# path reached the HTTP client as a URL it refused with an unexpected exception.
 TaskId = Annotated[str, Field(description="a task id (tsk_…)", max_length=100)]
 AttemptId = Annotated[str, Field(description="your attempt id (att_…), from claim_task", max_length=100)]
 CandidateId = Annotated[str, Field(description="a candidate id (cnd_…)", max_length=100)]
 Lease = Annotated[float | None, Field(description="lease seconds (default: the server's)", gt=0)]
-Revisions = Annotated[dict[str, int], Field(description="path → revision")]
+PathArg = Annotated[str, Field(max_length=MAX_PATH_LENGTH)]  # as the HTTP API's path parameters
+# A file's content inline: no more than the largest body /mcp accepts (`max_candidate_bytes`).
+Content = Annotated[str, Field(max_length=Settings.max_candidate_bytes)]
+Revisions = Annotated[dict[PathArg, int], Field(description="path → revision")]
 _EVENT_PAGE = 1000
 _EVENT_PAGES = 20
 
@@ -101,14 +108,18 @@ class Tools:
         return answer(lambda: self.port_for(ctx).release(attempt_id))
 
     def list_artifacts(
-        self, ctx: Context, prefix: Annotated[str, Field(description="e.g. src/")] = ""
+        self,
+        ctx: Context,
+        prefix: Annotated[str, Field(description="e.g. src/", max_length=MAX_PATH_LENGTH)] = "",
     ) -> Annotated[CallToolResult, m.ArtifactList]:
         """The current artifacts under a prefix: path, revision, digest."""
         return answer(lambda: m.ArtifactList(artifacts=self.port_for(ctx).artifacts(prefix)))
 
     def read_artifact(
         self,
-        path: Annotated[str, Field(description="a logical path, e.g. src/app.py")],
+        path: Annotated[
+            str, Field(description="a logical path, e.g. src/app.py", max_length=MAX_PATH_LENGTH)
+        ],
         ctx: Context,
         revision: Annotated[int | None, Field(description="default: the current", ge=0)] = None,
     ) -> Annotated[CallToolResult, m.ArtifactContent]:
@@ -120,13 +131,18 @@ class Tools:
         self,
         attempt_id: AttemptId,
         files: Annotated[
-            dict[str, str | None], Field(description="path → new UTF-8 content; null deletes the path")
+            dict[PathArg, Content | None],
+            Field(description="path → new UTF-8 content; null deletes the path"),
         ],
-        bases: Annotated[dict[str, int], Field(description="path → revision you changed (0: a new path)")],
+        bases: Annotated[
+            dict[PathArg, int], Field(description="path → revision you changed (0: a new path)")
+        ],
         ctx: Context,
-        file_deps: Annotated[dict[str, int], Field(description="path → revision of each file you read")] = {},  # noqa: B006
+        file_deps: Annotated[
+            dict[PathArg, int], Field(description="path → revision of each file you read")
+        ] = {},  # noqa: B006
         collection_deps: Annotated[
-            dict[str, int], Field(description="prefix/ → collection revision, for 'everything under'")
+            dict[PathArg, int], Field(description="prefix/ → collection revision, for 'everything under'")
         ] = {},  # noqa: B006
     ) -> Annotated[CallToolResult, s.CandidateOut]:
         """Submit immutable candidate bytes for your attempt, with the base revision of every
@@ -152,10 +168,11 @@ class Tools:
         contract_hash: Annotated[str, Field(description="the hash claim_task gave you", max_length=100)],
         ctx: Context,
         evidence: Annotated[
-            list[str] | None, Field(description="receipt ids (default: all of the candidate's)")
+            list[Short] | None,
+            Field(description="receipt ids (default: all of the candidate's)", max_length=100),
         ] = None,
         request_id: Annotated[
-            str | None, Field(description="default ATTEMPT:CANDIDATE (a retry replays)")
+            Short | None, Field(description="default ATTEMPT:CANDIDATE (a retry replays)")
         ] = None,
     ) -> Annotated[CallToolResult, m.Completed]:
         """Ask for the task to be recorded as completed with this candidate, at one atomic
@@ -169,7 +186,7 @@ class Tools:
         attempt_id: AttemptId,
         ctx: Context,
         artifacts: Annotated[Revisions, Field(description="path → revision you relied on")] = {},  # noqa: B006
-        obligations: Annotated[list[str], Field(description="what is still open")] = [],  # noqa: B006
+        obligations: Annotated[list[Text], Field(description="what is still open", max_length=200)] = [],  # noqa: B006
         notes: Annotated[str, Field(max_length=100_000)] = "",
     ) -> Annotated[CallToolResult, s.HandoffOut]:
         """Leave references to authority for a successor (revisions, obligations, notes)."""
@@ -203,9 +220,13 @@ class WorkspaceTools:
 
     def checkout(
         self,
-        directory: Annotated[str, Field(description="relative to the working directory, e.g. work")],
+        directory: Annotated[
+            str, Field(description="relative to the working directory, e.g. work", max_length=MAX_PATH_LENGTH)
+        ],
         ctx: Context,
-        prefix: Annotated[str, Field(description="only paths under this prefix, e.g. src/")] = "",
+        prefix: Annotated[
+            str, Field(description="only paths under this prefix, e.g. src/", max_length=MAX_PATH_LENGTH)
+        ] = "",
         overwrite: Annotated[
             bool, Field(description="discard local changes the checkout would overwrite")
         ] = False,
@@ -218,12 +239,16 @@ class WorkspaceTools:
     def submit_workspace(
         self,
         attempt_id: AttemptId,
-        directory: Annotated[str, Field(description="the directory you checked out")],
+        directory: Annotated[
+            str, Field(description="the directory you checked out", max_length=MAX_PATH_LENGTH)
+        ],
         ctx: Context,
         declare_collection: Annotated[
             bool, Field(description="declare you read everything under the checkout's prefix")
         ] = False,
-        file_deps: Annotated[dict[str, int], Field(description="more files you read: path → revision")] = {},  # noqa: B006
+        file_deps: Annotated[
+            dict[PathArg, int], Field(description="more files you read: path → revision")
+        ] = {},  # noqa: B006
     ) -> Annotated[CallToolResult, m.WorkspaceCandidate]:
         """Submit the directory's changes as a candidate: changed and new files are uploaded,
         removed files deleted; bases come from the checkout manifest. Declared as read: the

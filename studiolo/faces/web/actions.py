@@ -50,10 +50,10 @@ async def sign_in(request: Request, door: Door) -> Response:
     form = await form_of(request)
     check_csrf(request.cookies.get(SIGNIN_COOKIE), form)
     try:
-        door.authenticate(form.get("token", "").strip())
+        who = door.authenticate(form.get("token", "").strip())
     except Unauthenticated:
         return render(request, "sign_in.html", 401, csrf=form["csrf"], me=None, failed=True)
-    session = _sessions(request).open(form["token"].strip())
+    session = _sessions(request).open(form["token"].strip(), who.id)
     response = _back("/ui/")
     set_cookie(request, response, SESSION_COOKIE, session.id, max_age=int(_sessions(request).max_age))
     response.delete_cookie(SIGNIN_COOKIE, path="/ui")
