@@ -1,6 +1,6 @@
 """The one error tree. Everything that crosses a boundary derives from StudioloError.
 
-    StudioloError                      (reason, status, failed, detail)
+    StudioloError                      (reason, status, failed, detail, details)
     ├── InvalidRequest        400      malformed ids, bad paths, unknown checkers, bad signatures
     │   ├── InvalidPath       400      `invalid_path`
     │   └── PayloadTooLarge   413      `payload_too_large`
@@ -8,14 +8,16 @@
     ├── NotAuthorized         403      `not_authorized`
     ├── NotFound              404      `not_found`, `task_not_found`
     ├── Conflict              409      `revision_conflict`, `task_not_active`, `request_id_conflict`, ...
-    └── CompletionRejected    409/404  a refused completion: `reason` = first of `failed`
+    └── CompletionRejected    409/404  a refused completion: `reason` = first of `failed`;
+                                       `details`: what each failed predicate found (docs/reasons.md)
 
 Each face maps this tree in exactly one place (HTTP problem+json, MCP isError, CLI exit codes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "CompletionRejected",
@@ -42,14 +44,22 @@ class StudioloError(Exception):
         *,
         reason: str | None = None,
         failed: Sequence[str] = (),
+        details: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.reason = reason or self.default_reason
         self.failed: tuple[str, ...] = tuple(failed) or (self.reason,)
+        # JSON objects, one per failed predicate that has facts to tell (`core.refusal_view`),
+        # already filtered for the caller: any face may show them as they are.
+        self.details: tuple[dict[str, Any], ...] = tuple(dict(d) for d in details)
 
     def to_dict(self) -> dict[str, object]:
-        return {"reason": self.reason, "failed": list(self.failed), "detail": self.detail}
+        """The error as JSON; `details` only when there are some."""
+        out: dict[str, object] = {"reason": self.reason, "failed": list(self.failed), "detail": self.detail}
+        if self.details:
+            out["details"] = [dict(d) for d in self.details]
+        return out
 
 
 class InvalidRequest(StudioloError):
@@ -92,8 +102,11 @@ class CompletionRejected(StudioloError):
     status = 409
     default_reason = "completion_rejected"
 
-    def __init__(self, failed: Sequence[str], detail: str = "") -> None:
+    def __init__(
+        self, failed: Sequence[str], detail: str = "", details: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
         first = failed[0]
-        super().__init__(detail or f"completion rejected: {', '.join(failed)}", reason=first, failed=failed)
+        text = detail or f"completion rejected: {', '.join(failed)}"
+        super().__init__(text, reason=first, failed=failed, details=details)
         if first == "task_not_found":
             self.status = 404

@@ -46,7 +46,7 @@ from studiolo._exceptions import (
 from studiolo.api import responses as s
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.enums import Action, PrincipalKind
-from studiolo.core.paths import normalize_path
+from studiolo.core.paths import is_git_segment, normalize_path
 from studiolo.core.reasons import Reason
 
 if TYPE_CHECKING:  # imported where used, so that a CLI call pays only for what it uses:
@@ -110,12 +110,20 @@ def error_from_problem(status: int, problem: Mapping[str, Any], *, completion: b
     reason = str(problem.get("reason") or "internal_error")
     detail = str(problem.get("detail") or reason)
     failed = [str(f) for f in problem.get("failed") or [reason]]
+    details = _details(problem.get("details"))
     if completion and status in (404, 409) and set(failed) <= _PREDICATES:
-        return CompletionRejected(failed, detail)
+        return CompletionRejected(failed, detail, details)
     cls = InvalidPath if reason == "invalid_path" else _BY_STATUS.get(status, StudioloError)
-    exc = cls(detail, reason=reason, failed=failed)
+    exc = cls(detail, reason=reason, failed=failed, details=details)
     exc.status = status
     return exc
+
+
+def _details(value: object) -> list[dict[str, Any]]:
+    """A problem's `details`: what each failed predicate found (only JSON objects are kept)."""
+    if not isinstance(value, list):
+        return []
+    return [dict(d) for d in value if isinstance(d, dict)]
 
 
 class Client:
@@ -221,6 +229,9 @@ class Client:
         out = self._one(s.RevokedOut, "POST", f"/v1/principals/{_seg(principal_id)}/tokens/revoke")
         return out.revoked
 
+    def reconfirm(self, principal_id: str) -> s.ReconfirmedOut:
+        return self._one(s.ReconfirmedOut, "POST", f"/v1/principals/{_seg(principal_id)}/reconfirm")
+
     def set_public_key(self, principal_id: str, public_key: str) -> s.PrincipalOut:
         from studiolo.api import requests as q
 
@@ -312,6 +323,7 @@ class Client:
         policy_version: int | None = None,
         requires_deployment: bool = False,
         allow_evidence_reuse: bool = False,
+        separate_verdict: Iterable[str] = (),
         project: str | None = None,
     ) -> s.TaskOut:
         from studiolo.api import requests as q
@@ -324,6 +336,7 @@ class Client:
             policy_version=policy_version,
             requires_deployment=requires_deployment,
             allow_evidence_reuse=allow_evidence_reuse,
+            separate_verdict=list(separate_verdict),
         )
         return self._one(s.TaskOut, "POST", f"{self._p(project)}/tasks", body)
 
@@ -350,6 +363,7 @@ class Client:
         criteria: Mapping[str, str] | None = None,
         scope: Iterable[str] | None = None,
         policy_version: int | None = None,
+        separate_verdict: Iterable[str] | None = None,
     ) -> s.TaskOut:
         from studiolo.api import requests as q
 
@@ -357,6 +371,7 @@ class Client:
             criteria=dict(criteria) if criteria is not None else None,
             scope=list(scope) if scope is not None else None,
             policy_version=policy_version,
+            separate_verdict=list(separate_verdict) if separate_verdict is not None else None,
         )
         return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/migrate", body)
 
@@ -546,12 +561,26 @@ class Client:
 
     # delegation to remote A2A agents ---------------------------------------------
     def add_remote_org(
-        self, name: str, keys: Mapping[str, str], *, target: str | None = None, project: str | None = None
+        self,
+        name: str,
+        keys: Mapping[str, str],
+        *,
+        target: str | None = None,
+        origins: Sequence[str] = (),
+        project: str | None = None,
     ) -> s.RemoteOrgOut:
         from studiolo.api import requests as q
 
-        body = q.RemoteOrgIn(name=name, keys=dict(keys), target=target)
+        body = q.RemoteOrgIn(name=name, keys=dict(keys), target=target, origins=list(origins))
         return self._one(s.RemoteOrgOut, "POST", f"{self._p(project)}/remote-orgs", body)
+
+    def set_remote_origins(
+        self, name: str, origins: Sequence[str], *, project: str | None = None
+    ) -> s.RemoteOrgOut:
+        from studiolo.api import requests as q
+
+        url = f"{self._p(project)}/remote-orgs/{_seg(name)}/origins"
+        return self._one(s.RemoteOrgOut, "PUT", url, q.OriginsIn(origins=list(origins)))
 
     def remote_orgs(self, project: str | None = None) -> list[s.RemoteOrgOut]:
         return self._many(s.RemoteOrgOut, f"{self._p(project)}/remote-orgs")
@@ -690,26 +719,13 @@ def _sse_messages(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
 
 
 # confined writes -------------------------------------------------------------------
-# Characters that HFS+ ignores in names (as git does when it refuses `.git`): `.g\u200cit`
-# names `.git` there.
-_IGNORED_IN_NAMES = frozenset(
-    "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"
-)
-
-
-def is_git_segment(segment: str) -> bool:
-    """Whether a path segment names a `.git` directory on some file system: any case,
-    trailing dots or spaces (Windows), an NTFS stream suffix, the 8.3 name, HFS+ ignorables."""
-    folded = "".join(ch for ch in segment if ch not in _IGNORED_IN_NAMES).casefold()
-    folded = folded.split(":", 1)[0].rstrip(". ")
-    return folded in (".git", "git~1")
-
-
 def confined_path(raw: object) -> str:
     """A server-sent path that is safe to create under a local directory, else UntrustedResponse.
 
     It must already be in normal form (so `..`, a leading `/`, `.` or empty segments and
-    backslashes are refused, never resolved) and have no `.git` segment.
+    backslashes are refused, never resolved). Normal form is the server's own rule
+    (`core.paths.normalize_path`), which refuses every spelling of `.git` (`is_git_segment`):
+    the server never stores a path that its clients refuse.
     """
     if not isinstance(raw, str) or "\\" in raw:
         raise UntrustedResponse(f"the server sent an unsafe path {str(raw)[:200]!r}")
@@ -719,8 +735,6 @@ def confined_path(raw: object) -> str:
         raise UntrustedResponse(f"the server sent an unsafe path {raw[:200]!r}: {exc}") from exc
     if norm != raw:
         raise UntrustedResponse(f"the server sent a path not in normal form: {raw[:200]!r}")
-    if any(is_git_segment(seg) for seg in norm.split("/")):
-        raise UntrustedResponse(f"the server sent a path inside a .git directory: {raw[:200]!r}")
     return norm
 
 

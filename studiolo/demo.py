@@ -18,6 +18,7 @@ from rich.table import Table
 
 from studiolo._exceptions import CompletionRejected, Conflict
 from studiolo.clock import ManualClock
+from studiolo.core.canonical import digest_bytes
 from studiolo.core.model import Attempt, Candidate, Principal, Task
 from studiolo.keys import public_key_text, sign
 from studiolo.service import CandidateDraft, Coordinator, Issued, make_request
@@ -73,8 +74,9 @@ def setup_project(coord: Coordinator, admin: Principal, name: str = "demo") -> D
     coord.register_checker(
         admin, pid, "unit", "1", "command", {"argv": ["make", "test"]}, [demo.who("ci").id]
     )
-    for path, text in (("src/input.txt", "21\n"), ("src/answer.txt", "0\n"), ("docs/README.md", "# Demo\n")):
-        edit(demo, "editor", path, text.encode())
+    files = (("src/input.txt", DOUBLED_INPUT), ("src/answer.txt", b"0\n"), ("docs/README.md", b"# Demo\n"))
+    for path, data in files:
+        edit(demo, "editor", path, data)
     return demo
 
 
@@ -86,11 +88,17 @@ def edit(demo: DemoProject, who: str, path: str, data: bytes) -> int:
 
 
 def seed(coord: Coordinator, admin: Principal, name: str = "demo") -> tuple[DemoProject, list[Task]]:
-    """The project `studiolo run` serves: the demo cast, three open tasks and an A2A intake."""
+    """The project `studiolo run` serves: the demo cast, three open tasks and an A2A intake.
+
+    "Double the number" is checked the way a project with hostile agents should check: kind
+    `outputs`, and a contract that requires a separate verdict, so the agent's bytes never
+    run where the verdict is computed (docs/verifiers.md)."""
     demo = setup_project(coord, admin, name)
     ci = [demo.who("ci").id]
     for name, argv in SEED_CHECKERS.items():
         coord.register_checker(admin, demo.project_id, name, "1", "command", {"argv": argv}, ci)
+    edit(demo, "editor", DOUBLED_ASSERTION, DOUBLED_CHECK)
+    coord.register_checker(admin, demo.project_id, "doubled", "1", "outputs", doubled_config(), ci)
     specs = (
         ("Double the number", "Write twice src/input.txt into src/answer.txt.", ["src/**"], "doubled@1"),
         ("Document the answer", "Explain src/answer.txt in docs/README.md.", ["docs/**"], "documented@1"),
@@ -98,7 +106,13 @@ def seed(coord: Coordinator, admin: Principal, name: str = "demo") -> tuple[Demo
     )
     tasks = [
         coord.create_task(
-            admin, demo.project_id, title, description=text, criteria={"tests": checker}, scope=sc
+            admin,
+            demo.project_id,
+            title,
+            description=text,
+            criteria={"tests": checker},
+            scope=sc,
+            separate_verdict=["tests"] if checker == "doubled@1" else [],
         )
         for title, text, sc, checker in specs
     ]
@@ -122,14 +136,9 @@ def _seed_delegation(demo: DemoProject) -> None:
     )
 
 
-# Real checks that `studiolo verifier run` executes on each candidate tree (kind `command`).
+# Real checks that `studiolo verifier run` executes on each candidate tree (kind `command`:
+# the tree's bytes are data here, but the kind's verdict is `shared`).
 SEED_CHECKERS: dict[str, list[str]] = {
-    "doubled": [
-        "python3",
-        "-c",
-        "from pathlib import Path as P; i = int(P('src/input.txt').read_text()); "
-        "a = int(P('src/answer.txt').read_text()); print(i, a); raise SystemExit(a != 2 * i)",
-    ],
     "documented": [
         "python3",
         "-c",
@@ -138,6 +147,34 @@ SEED_CHECKERS: dict[str, list[str]] = {
     ],
     "greeting": ["grep", "-qi", "hello", "src/hello.txt"],
 }
+
+# `doubled@1` (kind `outputs`): stage 1 hands the candidate's answer over as an output; stage
+# 2, in a sandbox with no candidate bytes, runs the pinned assertion on it against the pinned
+# input. An agent that edits the assertion or the input fails the pinned digests.
+DOUBLED_ASSERTION = "checks/doubled.py"
+DOUBLED_CHECK = b"""\
+import os, sys
+from pathlib import Path
+
+given = int(Path("src/input.txt").read_text())
+answer = int((Path(os.environ["STUDIOLO_OUTPUTS"]) / "answer.txt").read_text())
+print("input", given, "answer", answer)
+sys.exit(answer != 2 * given)
+"""
+DOUBLED_INPUT = b"21\n"
+
+
+def doubled_config() -> dict[str, object]:
+    emit = "import os, shutil; shutil.copy('src/answer.txt', os.environ['STUDIOLO_OUTPUTS'])"
+    return {
+        "run": ["python3", "-c", emit],
+        "assert": ["python3", DOUBLED_ASSERTION],
+        "assertions": {
+            DOUBLED_ASSERTION: digest_bytes(DOUBLED_CHECK),
+            "src/input.txt": digest_bytes(DOUBLED_INPUT),
+        },
+        "timeout": 60,
+    }
 
 
 # the story -------------------------------------------------------------------------

@@ -22,6 +22,9 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8765
     public_url: str = ""
+    # /mcp answers only these Host and Origin values, besides those of `public_url` and loopback
+    mcp_allowed_hosts: tuple[str, ...] = ()
+    mcp_allowed_origins: tuple[str, ...] = ()
     # HTTP hardening (docs/operations.md, "Limits"): timeouts, caps, in-flight requests.
     header_timeout_seconds: float = 10.0
     keep_alive_seconds: float = 30.0  # idle between requests; agents heartbeat every ~10 s
@@ -35,6 +38,9 @@ class Settings:
     max_candidate_bytes: int = 4 * 1024 * 1024
     max_completion_bytes: int = 64 * 1024
     max_streams_per_principal: int = 8
+    # Reverse proxies (CIDRs) whose X-Forwarded-For / Forwarded name the client that the
+    # per-address connection limit counts (docs/operations.md). None by default.
+    trusted_proxies: tuple[str, ...] = ()
     # PostgreSQL connections a serving process keeps (and never more: see docs/operations.md)
     db_pool_size: int = 10
     # The A2A requester (docs/a2a.md, "Delegating to a remote agent").
@@ -43,6 +49,7 @@ class Settings:
     a2a_quiescence_bound: float = 600.0
     a2a_backoff_initial: float = 1.0
     a2a_backoff_max: float = 60.0
+    a2a_confirm_seconds: float = 2.0  # least time between the two reads that must agree
     a2a_max_artifact_bytes: int = 64 * 1024 * 1024
     a2a_request_timeout: float = 30.0
     a2a_max_response_bytes: int = 32 * 1024 * 1024  # a card or GetTask answer (inline artifacts)
@@ -62,6 +69,8 @@ class Settings:
             host=host,
             port=port,
             public_url=e.get("STUDIOLO_PUBLIC_URL", f"http://{host}:{port}"),
+            mcp_allowed_hosts=_words(e.get("STUDIOLO_MCP_ALLOWED_HOSTS", "")),
+            mcp_allowed_origins=_words(e.get("STUDIOLO_MCP_ALLOWED_ORIGINS", "")),
             header_timeout_seconds=float(e.get("STUDIOLO_HEADER_TIMEOUT", base.header_timeout_seconds)),
             body_timeout_seconds=float(e.get("STUDIOLO_BODY_TIMEOUT", base.body_timeout_seconds)),
             keep_alive_seconds=float(e.get("STUDIOLO_KEEP_ALIVE", base.keep_alive_seconds)),
@@ -76,12 +85,14 @@ class Settings:
             max_candidate_bytes=int(e.get("STUDIOLO_MAX_CANDIDATE_BYTES", base.max_candidate_bytes)),
             max_completion_bytes=int(e.get("STUDIOLO_MAX_COMPLETION_BYTES", base.max_completion_bytes)),
             max_streams_per_principal=int(e.get("STUDIOLO_MAX_STREAMS", base.max_streams_per_principal)),
+            trusted_proxies=_cidrs(e.get("STUDIOLO_TRUSTED_PROXIES", "")),
             db_pool_size=int(e.get("STUDIOLO_DB_POOL_SIZE", base.db_pool_size)),
             a2a_requester=e.get("STUDIOLO_A2A_REQUESTER", "1") not in ("0", "false", "no"),
             a2a_poll_seconds=float(e.get("STUDIOLO_A2A_POLL_SECONDS", base.a2a_poll_seconds)),
             a2a_quiescence_bound=float(e.get("STUDIOLO_A2A_QUIESCENCE_BOUND", base.a2a_quiescence_bound)),
             a2a_backoff_initial=float(e.get("STUDIOLO_A2A_BACKOFF_INITIAL", base.a2a_backoff_initial)),
             a2a_backoff_max=float(e.get("STUDIOLO_A2A_BACKOFF_MAX", base.a2a_backoff_max)),
+            a2a_confirm_seconds=float(e.get("STUDIOLO_A2A_CONFIRM_SECONDS", base.a2a_confirm_seconds)),
             a2a_max_artifact_bytes=int(e.get("STUDIOLO_A2A_MAX_ARTIFACT_BYTES", base.a2a_max_artifact_bytes)),
             a2a_request_timeout=float(e.get("STUDIOLO_A2A_REQUEST_TIMEOUT", base.a2a_request_timeout)),
             a2a_max_response_bytes=int(e.get("STUDIOLO_A2A_MAX_RESPONSE_BYTES", base.a2a_max_response_bytes)),
@@ -139,6 +150,11 @@ class ClientSettings:
         return replace(self, url=url or self.url, token=token or self.token, project=project or self.project)
 
 
+def _words(value: str) -> tuple[str, ...]:
+    """A comma-separated list."""
+    return tuple(w.strip() for w in value.split(",") if w.strip())
+
+
 def _credentials(path: str | None) -> dict[str, str]:
     """Bearer tokens for remote agents, by organisation name: a JSON file kept out of the ledger."""
     if not path:
@@ -149,6 +165,21 @@ def _credentials(path: str | None) -> dict[str, str]:
     ):
         raise ValueError("STUDIOLO_A2A_CREDENTIALS names a JSON object of organisation → token")
     return dict(data)
+
+
+def _cidrs(text: str) -> tuple[str, ...]:
+    """Comma- or space-separated CIDRs, each checked (a typo fails at start, not silently)."""
+    parts = [p for p in text.replace(",", " ").split() if p]
+    if not parts:
+        return ()
+    import ipaddress  # only when configured: every CLI call builds settings
+
+    for part in parts:
+        try:
+            ipaddress.ip_network(part, strict=False)
+        except ValueError as exc:
+            raise ValueError(f"STUDIOLO_TRUSTED_PROXIES: not an address or CIDR: {part!r}") from exc
+    return tuple(parts)
 
 
 def _state_dir(env: Mapping[str, str]) -> Path:

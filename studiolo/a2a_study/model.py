@@ -82,11 +82,13 @@ class Params:
     # the requester's network
     rtt_ms: int = 60
     fetch_mib_s: float = 8.0
-    # the quiescence requester's policy: the core's defaults (bound before `indeterminate`, backoff)
+    # the quiescence requester's policy: the core's defaults (bound before `indeterminate`, backoff,
+    # the least time between the two reads that must agree, the states that need a signed manifest)
     bound_s: float = _POLICY.bound
     backoff_initial_s: float = _POLICY.initial_delay
     backoff_factor: float = _POLICY.factor
     backoff_max_s: float = _POLICY.max_delay
+    confirm_interval_s: float = _POLICY.confirm_interval
     manifest_required: tuple[str, ...] = tuple(sorted(_POLICY.manifest_required))
 
     def document(self) -> dict[str, Any]:

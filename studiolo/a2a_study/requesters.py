@@ -65,6 +65,7 @@ def policy_for(params: Params) -> QuiescencePolicy:
         initial_delay=params.backoff_initial_s,
         factor=params.backoff_factor,
         max_delay=params.backoff_max_s,
+        confirm_interval=params.confirm_interval_s,
         manifest_required=frozenset(TaskState(state) for state in params.manifest_required),
     )
 

@@ -8,6 +8,7 @@ first use: a command pays only for what it sends and reads.
 
     requests.py      request bodies: the server validates them, the client sends them
     responses.py     response bodies: each reads a domain value's attributes
+    refusals.py      RefusalDetailOut: what a refused completion's failed predicates found
     verification.py  VerificationItem, TreeEntry, CandidateTree: a verifier's work
 """
 

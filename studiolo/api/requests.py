@@ -31,6 +31,7 @@ __all__ = [
     "LeaseIn",
     "MigrateIn",
     "ObservationIn",
+    "OriginsIn",
     "PolicyIn",
     "PrincipalIn",
     "ProjectIn",
@@ -120,6 +121,11 @@ class TaskIn(_In):
     policy_version: Rev | None = Field(None, description="default: the latest published policy")
     requires_deployment: StrictBool = False
     allow_evidence_reuse: StrictBool = False
+    separate_verdict: list[Short] = Field(
+        default_factory=list,
+        max_length=100,
+        description="criteria whose passing receipts must be computed where the candidate's code never ran",
+    )
 
 
 class IntakeIn(_In):
@@ -146,6 +152,7 @@ class MigrateIn(_In):
     criteria: dict[Short, Short] | None = None
     scope: list[Short] | None = Field(None, max_length=200)
     policy_version: Rev | None = None
+    separate_verdict: list[Short] | None = Field(None, max_length=100)
 
 
 class ClaimIn(_In):
@@ -212,6 +219,14 @@ class RemoteOrgIn(_In):
     name: Short
     keys: Annotated[dict[Short, Short], Field(min_length=1, max_length=16)]
     target: Short | None = None
+    origins: Annotated[list[Short], Field(max_length=16)] = []  # scheme://host[:port]
+
+
+class OriginsIn(_In):
+    """The origins (`scheme://host[:port]`) the service may send requests to for a remote
+    organisation; a loopback, link-local or private address only when named as such."""
+
+    origins: Annotated[list[Short], Field(max_length=16)]
 
 
 class DelegateIn(_In):

@@ -39,6 +39,7 @@ __all__ = [
     "PrincipalOut",
     "ProjectOut",
     "ReceiptOut",
+    "ReconfirmedOut",
     "RemoteOrgOut",
     "RevokedOut",
     "TaskOut",
@@ -87,6 +88,17 @@ class RevokedOut(_Out):
     revoked: int
 
 
+class ReconfirmedOut(_Out):
+    """What a reconfirmation vouched for (`studiolo.service.reconfirm.Reconfirmed`)."""
+
+    principal_id: str
+    tokens: list[str]
+    admissions: list[str]
+    grants: list[str]
+    key_id: str | None
+    event_seq: int | None
+
+
 class CollectedOut(_Out):
     collected: int
 
@@ -127,6 +139,7 @@ class ContractOut(_Out):
     policy_version: int
     requires_deployment: bool
     allow_evidence_reuse: bool
+    separate_verdict: list[str] = []  # criteria whose passes must come from a separate verdict
 
 
 class TaskOut(_Out):
@@ -305,6 +318,7 @@ class RemoteOrgOut(_Out):
     target: str
     created_at: float
     revoked_at: float | None
+    origins: list[str]
 
 
 class DelegationOut(_Out):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Action", "AttemptStatus", "PrincipalKind", "ReceiptResult", "TaskStatus"]
+__all__ = ["Action", "AttemptStatus", "PrincipalKind", "ReceiptResult", "TaskStatus", "VerdictIsolation"]
 
 
 class PrincipalKind(StrEnum):
@@ -44,3 +44,11 @@ class AttemptStatus(StrEnum):
 class ReceiptResult(StrEnum):
     PASS = "pass"
     FAIL = "fail"
+
+
+class VerdictIsolation(StrEnum):
+    """Where a checker kind computes its verdict (docs/verifiers.md, "Can the candidate touch
+    the verdict?"). A receipt says which, signed; a criterion may require `separate`."""
+
+    SHARED = "shared"  # in a process the candidate's code runs in (command, pytest): forgeable
+    SEPARATE = "separate"  # where no candidate code ever runs (outputs, json-schema, digest-equals)

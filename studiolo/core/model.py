@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studiolo.core.canonical import digest_json
-from studiolo.core.enums import Action, AttemptStatus, PrincipalKind, ReceiptResult, TaskStatus
+from studiolo.core.enums import (
+    Action,
+    AttemptStatus,
+    PrincipalKind,
+    ReceiptResult,
+    TaskStatus,
+    VerdictIsolation,
+)
 from studiolo.core.paths import matches_any
 
 __all__ = [
@@ -32,6 +39,7 @@ __all__ = [
     "ReceiptResult",
     "Task",
     "TaskStatus",
+    "VerdictIsolation",
 ]
 
 
@@ -89,6 +97,9 @@ class Policy:
 class Criterion:
     id: str
     checker: str  # "name@version"
+    # Only receipts whose verdict was computed where the candidate's code never ran count
+    # as a pass (`VerdictIsolation.SEPARATE`); a failure counts wherever it was computed.
+    separate_verdict: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,8 +113,13 @@ class Contract:
     requires_deployment: bool = False
     allow_evidence_reuse: bool = False
 
+    @property
+    def separate_verdict(self) -> tuple[str, ...]:
+        """The criteria whose passing receipts must carry a verdict the candidate cannot touch."""
+        return tuple(c.id for c in self.criteria if c.separate_verdict)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "task_id": self.task_id,
             "criteria": {c.id: c.checker for c in self.criteria},
             "scope": list(self.scope),
@@ -111,6 +127,9 @@ class Contract:
             "requires_deployment": self.requires_deployment,
             "allow_evidence_reuse": self.allow_evidence_reuse,
         }
+        if self.separate_verdict:  # absent when empty: every older contract keeps its hash
+            out["separate_verdict"] = sorted(self.separate_verdict)
+        return out
 
     @property
     def hash(self) -> str:
@@ -118,7 +137,8 @@ class Contract:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Contract:
-        criteria = tuple(Criterion(k, v) for k, v in sorted(data["criteria"].items()))
+        separate = set(data.get("separate_verdict", ()))
+        criteria = tuple(Criterion(k, v, k in separate) for k, v in sorted(data["criteria"].items()))
         return cls(
             task_id=data["task_id"],
             criteria=criteria,
@@ -241,10 +261,20 @@ class Receipt:
     log_digest: str | None
     signature: str
     reused: bool = False
+    # Where the checker computed the verdict (signed). None: a receipt from before receipts
+    # said so; it is treated as `shared`.
+    verdict_isolation: VerdictIsolation | None = None
+
+    @property
+    def separate(self) -> bool:
+        """The verdict was computed where the candidate's code never ran (the verifier says)."""
+        return self.verdict_isolation is VerdictIsolation.SEPARATE
 
     def signed_body(self) -> dict[str, Any]:
-        """The bindings the verifier signs: its signature covers the RFC 8785 form of this."""
-        return {
+        """The bindings the verifier signs: its signature covers the RFC 8785 form of this.
+        `verdict_isolation` is present only on receipts that carry it, so an older receipt's
+        body, id and signature are exactly what they were."""
+        body: dict[str, Any] = {
             "task_id": self.task_id,
             "attempt_id": self.attempt_id,
             "contract_hash": self.contract_hash,
@@ -257,6 +287,9 @@ class Receipt:
             "issuer": self.issuer_id,
             "log_digest": self.log_digest,
         }
+        if self.verdict_isolation is not None:
+            body["verdict_isolation"] = self.verdict_isolation.value
+        return body
 
     @classmethod
     def from_signed(
@@ -270,6 +303,7 @@ class Receipt:
         reused: bool = False,
     ) -> Receipt:
         """The receipt a `signed_body` and its signature describe (the inverse of `signed_body`)."""
+        isolation = body.get("verdict_isolation")
         return cls(
             id=id,
             project_id=project_id,
@@ -287,6 +321,7 @@ class Receipt:
             log_digest=body["log_digest"],
             signature=signature,
             reused=reused,
+            verdict_isolation=VerdictIsolation(isolation) if isolation is not None else None,
         )
 
 

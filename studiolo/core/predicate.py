@@ -26,7 +26,7 @@ from studiolo.core.model import (
 )
 from studiolo.core.paths import matches_any
 from studiolo.core.reasons import Reason
-from studiolo.core.trust import decisions, is_bound, is_trusted
+from studiolo.core.trust import decisions, is_bound, is_trusted, meets_isolation
 
 __all__ = ["CompletionFacts", "CompletionRequest", "Verdict", "evaluate"]
 
@@ -77,6 +77,9 @@ class CompletionFacts:
     incarnation: str  # the authority incarnation at the commit point
     # every receipt recorded for the candidate's bytes, cited or not (core.trust decides)
     recorded: tuple[Receipt, ...] = ()
+    # (file, a file under it): what publishing the candidate over the current tree would make
+    # both a file and a directory
+    tree_conflicts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,10 @@ def _bases_current(_q: CompletionRequest, f: CompletionFacts, _t: Task) -> bool:
     return c is None or all(f.artifact_revisions.get(p, 0) == r for p, r in c.bases.items())
 
 
+def _one_kind_per_path(_q: CompletionRequest, f: CompletionFacts, _t: Task) -> bool:
+    return not f.tree_conflicts
+
+
 def _trusted(q: CompletionRequest, f: CompletionFacts, task: Task) -> bool:
     return all(_is_trusted(rid, f, task) for rid in q.evidence)
 
@@ -193,9 +200,16 @@ def _evidence_bound(q: CompletionRequest, f: CompletionFacts, task: Task) -> boo
     return f.candidate is None or all(_is_bound(rid, q, f, task) for rid in cited)
 
 
+def _separate(q: CompletionRequest, f: CompletionFacts, task: Task) -> bool:
+    """A cited pass for a criterion that requires a separate verdict says it was computed
+    where the candidate's code never ran (docs/verifiers.md)."""
+    return all(meets_isolation(f.receipts[rid], task) for rid in q.evidence if rid in f.receipts)
+
+
 def _usable(q: CompletionRequest, f: CompletionFacts, task: Task) -> Iterator[Receipt]:
     for rid in q.evidence:
-        if _is_trusted(rid, f, task) and _is_bound(rid, q, f, task):
+        usable = _is_trusted(rid, f, task) and _is_bound(rid, q, f, task)
+        if usable and meets_isolation(f.receipts[rid], task):
             yield f.receipts[rid]
 
 
@@ -225,8 +239,10 @@ _CHECKS: tuple[tuple[Reason, _Check], ...] = (
     (Reason.CONTRACT_MISMATCH, _contract),
     (Reason.DEPENDENCY_STALE, _deps_current),
     (Reason.TARGET_BASE_STALE, _bases_current),
+    (Reason.PATH_CONFLICT, _one_kind_per_path),
     (Reason.EVIDENCE_UNTRUSTED, _trusted),
     (Reason.EVIDENCE_NOT_BOUND, _evidence_bound),
+    (Reason.EVIDENCE_NOT_SEPARATE, _separate),
     (Reason.EVIDENCE_MISSING, _criteria_covered),
     (Reason.EVIDENCE_FAILED, _criteria_passed),
 )

@@ -5,10 +5,16 @@ A remote A2A task's terminal state and the delivery of its artifacts are two ind
 facts. On a terminal state the requester does not finalize: it enumerates every artifact the
 signed manifest declares (inline, URL parts, detached), fetches each with bounded retries and
 backoff, checks SHA-256 and size, has the manifest signature checked against the keys pinned
-at delegation, and then reads the task again. Only when the two reads agree (same terminal
-state, same manifest digest) is the result *quiesced*. A hash, size, binding or signature
-mismatch raises `ArtifactIntegrityError`; past the policy's bound the outcome is
-*indeterminate* (an operator decides).
+at delegation, and then, at least `confirm_interval` after the first, reads the task again.
+Only when the two reads agree (same terminal state, same manifest digest) is the result
+*quiesced*. This holds for every terminal state (completed, failed, canceled, rejected): by
+default each needs a signed manifest, and what it declares must arrive and verify.
+
+Bytes shorter than declared are *not yet quiescent* (a chunked artifact still arriving, a file
+served before it is complete): the check waits for them, to the bound. Only a digest mismatch
+of the declared number of bytes, more bytes than signed, or a manifest that does not verify
+raises `ArtifactIntegrityError`; past the policy's bound the outcome is *indeterminate* (an
+operator decides).
 
 Everything here is pure: I/O, clock and sleep are injected, so the requester worker and the
 simulation on a virtual clock (`studiolo a2a-study`) drive the very same decisions.
@@ -20,15 +26,16 @@ Stable entry point::
         raises ArtifactIntegrityError
 
     read_view()              -> TaskView     one read of the remote task (GetTask + manifest)
-    fetch(SignedArtifact)    -> bytes | None the artifact's bytes, or None while not (fully)
-                                             available; transport errors are the adapter's to
-                                             turn into None. Bytes returned are checked strictly.
+    fetch(SignedArtifact)    -> bytes | None the artifact's bytes, or None while not available;
+                                             transport errors are the adapter's to turn into
+                                             None. Fewer bytes than declared: not yet there;
+                                             the declared number: checked strictly.
     verify_signature(TaskView) -> bool       the manifest (`view.signed_manifest`) is signed by
                                              a pinned key; the adapter may raise
                                              ArtifactIntegrityError itself for a precise code
     clock()                  -> float        seconds, monotonic (virtual in the simulation)
     sleep(float)             -> None         wait that long (may return early on a hint)
-    policy                   QuiescencePolicy bound, retries, backoff, size caps
+    policy                   QuiescencePolicy bound, retries, backoff, confirming interval, caps
     since                    clock() value the wait began at (a resumed wait keeps its bound)
 """
 
@@ -50,6 +57,7 @@ __all__ = [
     "TaskState",
     "TaskView",
     "agree",
+    "arrived",
     "assess",
     "backoff_delay",
     "check_artifact",
@@ -157,7 +165,14 @@ class ArtifactIntegrityError(Exception):
 @dataclass(frozen=True)
 class QuiescencePolicy:
     """`bound`: seconds after which the outcome is indeterminate; `max_rounds`: read/fetch
-    rounds, likewise; backoff `initial * factor**n` capped at `max_delay`."""
+    rounds, likewise; backoff `initial * factor**n` capped at `max_delay`.
+
+    `confirm_interval`: the least time between the read whose artifacts all verified and the
+    read that must agree with it. It is the window in which a remote that is still changing
+    (a manifest replaced, an artifact added, the state moved) is caught; a change that lands
+    later than that after a stable-looking read is not. `manifest_required`: the terminal
+    states that are never final without a signed manifest (all of them by default: a remote
+    that fails or cancels without ever signing one ends indeterminate at the bound)."""
 
     bound: float = 600.0
     max_rounds: int = 1000
@@ -166,11 +181,13 @@ class QuiescencePolicy:
     max_delay: float = 60.0
     max_artifact_size: int = 64 * 1024 * 1024
     max_artifacts: int = 256
-    manifest_required: frozenset[TaskState] = frozenset({TaskState.COMPLETED})
+    confirm_interval: float = 2.0
+    manifest_required: frozenset[TaskState] = _TERMINAL
 
     def __post_init__(self) -> None:
-        if self.bound < 0 or self.max_rounds < 1 or self.initial_delay < 0 or self.max_delay < 0:
-            raise ValueError("quiescence policy: bound, delays >= 0 and max_rounds >= 1")
+        delays = (self.bound, self.initial_delay, self.max_delay, self.confirm_interval)
+        if min(delays) < 0 or self.max_rounds < 1:
+            raise ValueError("quiescence policy: bound, delays, interval >= 0 and max_rounds >= 1")
         if self.factor < 1:
             raise ValueError("quiescence policy: backoff factor >= 1")
 
@@ -241,8 +258,15 @@ def _check_entries(view: TaskView, policy: QuiescencePolicy) -> None:
             )
 
 
+def arrived(artifact: SignedArtifact, data: bytes | None) -> bool:
+    """Has the declared number of bytes (or more) arrived? Fewer is not yet quiescent: a chunked
+    artifact still growing, a file served before it is complete. Never an integrity verdict."""
+    return data is not None and len(data) >= artifact.size
+
+
 def check_artifact(artifact: SignedArtifact, data: bytes, view: TaskView | None = None) -> None:
-    """The bytes are exactly what the manifest signed (size, then SHA-256), else raise."""
+    """The bytes are exactly what the manifest signed (size, then SHA-256), else raise. Call it
+    on bytes that `arrived`: more bytes than signed can never become the signed bytes."""
     actual = hashlib.sha256(data).hexdigest()
     if len(data) != artifact.size:
         code, detail = "size_mismatch", f"{artifact.artifact_id!r}: {len(data)} bytes, signed {artifact.size}"
@@ -289,7 +313,7 @@ def _fetch_missing(
         if _key(a) in have:
             continue
         data = fetch(a)
-        if data is None:
+        if data is None or not arrived(a, data):
             missing.append(a.artifact_id)
             continue
         check_artifact(a, data, view)
@@ -319,9 +343,11 @@ def verify_and_quiesce(
     reason = ""
     missing: tuple[str, ...] = ()
     for round_no in range(policy.max_rounds):
+        read_at = clock()
         last = read_view()
         reason, missing = _round(last, fetch, verify_signature, have, policy)
         if not reason:
+            _confirm_wait(clock, sleep, read_at, policy.confirm_interval)
             second = read_view()
             if agree(last, second):
                 payloads = {a.artifact_id: have[_key(a)] for a in second.artifacts}
@@ -335,6 +361,15 @@ def verify_and_quiesce(
             )
         sleep(min(backoff_delay(policy, round_no), remaining))
     raise AssertionError("unreachable: the last round returns")  # pragma: no cover
+
+
+def _confirm_wait(
+    clock: Callable[[], float], sleep: Callable[[float], None], read_at: float, interval: float
+) -> None:
+    """Let `interval` pass since the first read (fetching counts) before the confirming one."""
+    left = interval - (clock() - read_at)
+    if left > 0:
+        sleep(left)
 
 
 def _round(

@@ -21,8 +21,10 @@ class Reason(StrEnum):
     CONTRACT_MISMATCH = "contract_mismatch"
     DEPENDENCY_STALE = "dependency_stale"
     TARGET_BASE_STALE = "target_base_stale"
+    PATH_CONFLICT = "path_conflict"  # not in SPEC §2's table: issue 32, finding 3
     EVIDENCE_UNTRUSTED = "evidence_untrusted"
     EVIDENCE_NOT_BOUND = "evidence_not_bound"
+    EVIDENCE_NOT_SEPARATE = "evidence_not_separate"
     EVIDENCE_MISSING = "evidence_missing"
     EVIDENCE_FAILED = "evidence_failed"
 

@@ -14,10 +14,12 @@ Pure values: no I/O, no clock, no SQL.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ipaddress
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+from urllib.parse import urlsplit
 
 from studiolo.core.quiescence import TaskState
 
@@ -30,7 +32,10 @@ __all__ = [
     "RemoteState",
     "can_move",
     "ended_state",
+    "explicit_origin",
     "local_name",
+    "origin_of",
+    "parse_origins",
 ]
 
 
@@ -106,7 +111,8 @@ class RemoteOrg:
     `keys` are the pinned Ed25519 public keys (kid → base64url) that may sign the remote's
     Agent Card and artifact manifests; nothing else is trusted (no trust on first use).
     `agent_id` holds the local attempt while the remote works; `verifier_id` is the admitted
-    verifier whose observation is the remote's signed manifest, for the checker `checker`."""
+    verifier whose observation is the remote's signed manifest, for the checker `checker`.
+    `origins` (`scheme://host:port`) are the only places the service sends requests for it."""
 
     id: str
     project_id: str
@@ -118,6 +124,7 @@ class RemoteOrg:
     target: str  # the project directory remote results are written under
     created_at: float
     revoked_at: float | None = None
+    origins: tuple[str, ...] = ()
 
     @property
     def live(self) -> bool:
@@ -183,3 +190,50 @@ def local_name(name: str, taken: set[str]) -> str:
         out = f"{n}-{base}"[:110]
     taken.add(out)
     return out
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_ORIGINS = 16
+
+
+def origin_of(url: str) -> str | None:
+    """`scheme://host:port` (lower case, the port explicit) of an http(s) URL without
+    credentials, else None."""
+    try:
+        u = urlsplit(url)
+        port = u.port or _DEFAULT_PORTS.get(u.scheme)
+    except ValueError:
+        return None
+    if u.scheme not in _DEFAULT_PORTS or not u.hostname or "@" in u.netloc or port is None:
+        return None
+    host = u.hostname.lower()
+    return f"{u.scheme}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def explicit_origin(origin: str) -> bool:
+    """An origin that names its address (an IP literal, or `localhost`): only such an origin
+    may reach a loopback, link-local or private address."""
+    host = urlsplit(origin).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_origins(values: Iterable[str]) -> tuple[str, ...]:
+    """An organisation's origins, normalized: each `scheme://host[:port]` and nothing else
+    (no path, query or credentials). Raises ValueError naming the first that is not."""
+    out: list[str] = []
+    for value in values:
+        origin = origin_of(value) if isinstance(value, str) and len(value) <= 300 else None
+        bare = isinstance(value, str) and urlsplit(value).path in ("", "/") and "?" not in value
+        if origin is None or not bare or "#" in value:
+            raise ValueError(f"not an origin (scheme://host[:port]): {str(value)[:100]!r}")
+        if origin not in out:
+            out.append(origin)
+    if len(out) > MAX_ORIGINS:
+        raise ValueError(f"at most {MAX_ORIGINS} origins")
+    return tuple(out)

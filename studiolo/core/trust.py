@@ -6,7 +6,9 @@ names for its criterion, its issuer is admitted for that checker now, its signat
 verifies) and bound to the candidate's bytes (same candidate digest, dependency digest,
 task, attempt and contract; or an audited reuse link to this very candidate while the
 contract allows reuse). Among the receipts that count for a criterion, a `fail` stands: a
-later `pass` for the same checker version never erases it, cited or not.
+later `pass` for the same checker version never erases it, cited or not. For a criterion that
+requires a separate verdict, a `pass` counts only when the receipt says its verdict was
+computed where the candidate's code never ran (`meets_isolation`); a `fail` counts anyway.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from typing import Any
 from studiolo.core.canonical import digest_json
 from studiolo.core.model import Candidate, Checker, Receipt, ReceiptResult, Task
 
-__all__ = ["decisions", "is_bound", "is_trusted", "link_id", "receipt_id_of", "verified"]
+__all__ = [
+    "decisions",
+    "is_bound",
+    "is_trusted",
+    "link_id",
+    "meets_isolation",
+    "receipt_id_of",
+    "verified",
+]
 
 
 def receipt_id_of(body: Mapping[str, Any], signature: str) -> str:
@@ -52,6 +62,13 @@ def is_bound(r: Receipt, task: Task, cand: Candidate, attempt_id: str) -> bool:
     )
 
 
+def meets_isolation(r: Receipt, task: Task) -> bool:
+    """False for a `pass` on a criterion that requires a separate verdict, from a receipt that
+    does not say its verdict was computed where the candidate's code never ran."""
+    separate = task.contract.separate_verdict
+    return r.result is ReceiptResult.FAIL or r.criterion not in separate or r.separate
+
+
 def decisions(
     task: Task,
     cand: Candidate,
@@ -66,7 +83,8 @@ def decisions(
     for r in receipts:
         if r.criterion not in required or out.get(r.criterion) is ReceiptResult.FAIL:
             continue
-        if is_trusted(r, task, checkers, bad) and is_bound(r, task, cand, attempt_id):
+        counts = is_trusted(r, task, checkers, bad) and is_bound(r, task, cand, attempt_id)
+        if counts and meets_isolation(r, task):
             out[r.criterion] = r.result
     return out
 

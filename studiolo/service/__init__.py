@@ -11,6 +11,7 @@ from studiolo.service.content import ArtifactContent, CandidateDraft, ContentOps
 from studiolo.service.dashboard import DashboardOps, TaskListPage, TaskPage
 from studiolo.service.evidence import EvidenceOps, VerificationItem
 from studiolo.service.feed import EventAccess, FeedBatch, FeedOps
+from studiolo.service.reconfirm import Reconfirmed, ReconfirmOps
 from studiolo.service.remote import RemoteOps
 from studiolo.service.views import AuditReport, HandoffView, Orientation, TaskView, ViewOps
 from studiolo.service.work import WorkOps
@@ -31,6 +32,7 @@ __all__ = [
     "Orientation",
     "PublishedFile",
     "RandomIds",
+    "Reconfirmed",
     "TaskListPage",
     "TaskPage",
     "TaskView",
@@ -44,6 +46,7 @@ class Coordinator(
     RemoteOps,
     A2AOps,
     AdminOps,
+    ReconfirmOps,
     WorkOps,
     ContentOps,
     EvidenceOps,
@@ -52,5 +55,6 @@ class Coordinator(
     FeedOps,
     ViewOps,
 ):
-    """The one door: admin, work, content, evidence, completion, views, the event feed, the
-    dashboard's pages, A2A intake and delegation to remote agents (one mixin each)."""
+    """The one door: admin, reconfirmation after a restore, work, content, evidence,
+    completion, views, the event feed, the dashboard's pages, A2A intake and delegation to
+    remote agents (one mixin each)."""

@@ -53,6 +53,7 @@ class DelegatedView:
     view: TaskView | None  # None: intake refused
     files: tuple[PublishedFile, ...]  # the accepted completion's published files
     kid: str
+    updated_at: float  # the ledger's last change to the task, its attempts, candidates or receipts
 
 
 class A2AOps(WorkOps, ViewOps):
@@ -234,7 +235,7 @@ class A2AOps(WorkOps, ViewOps):
         kid = self.service_key(tx).kid
         task = tx.work.task(d.task_id) if d.task_id else None
         if task is None:
-            return DelegatedView(d, None, (), kid)
+            return DelegatedView(d, None, (), kid, d.created_at)
         view = self._view(tx, task)
         files: tuple[PublishedFile, ...] = ()
         if view.completion is not None:
@@ -247,7 +248,20 @@ class A2AOps(WorkOps, ViewOps):
                 for path, digest in sorted(published.items())
                 if digest is not None
             )
-        return DelegatedView(d, view, files, kid)
+        return DelegatedView(d, view, files, kid, _updated_at(tx, d, view))
+
+
+def _updated_at(tx: Tx, d: Delegation, view: TaskView) -> float:
+    """When the ledger last changed what the A2A status says: the latest audited event about
+    the task, its attempts, candidates or receipts (a claim, a release, a cancel, a candidate,
+    a receipt, the completion), never earlier than the delegation itself."""
+    subjects = [view.task.id, *(a.id for a in view.attempts), *(c.id for c in view.candidates)]
+    subjects += [r.id for r in view.receipts]
+    latest = tx.audit.events_about(view.task.project_id, subjects, limit=1)
+    times = [d.created_at, view.task.created_at, *(e.at for e in latest)]
+    if view.completion is not None:
+        times.append(view.completion.created_at)
+    return max(times)
 
 
 def _check_request(q: DelegationRequest) -> None:

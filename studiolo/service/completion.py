@@ -18,8 +18,11 @@ from studiolo.core.model import (
     Task,
 )
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
+from studiolo.core.refusal import explain
+from studiolo.core.refusal_view import for_audit, for_reader, named_paths
 from studiolo.service._door import Door
 from studiolo.service._ids import check_id
+from studiolo.service._refusal import circumstances, names_in, reader_of
 from studiolo.service._trust import ReceiptFacts, receipt_facts_later
 from studiolo.store import Tx
 from studiolo.store.work import Subjects, task_and_candidate
@@ -28,8 +31,11 @@ __all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
 
 _MAX_EVIDENCE = 100
 
-# trust, declared revisions, the candidate's paths' revisions now (what publishing moves)
-_Gathered = tuple[ReceiptFacts, tuple[dict[str, int], dict[str, int]], dict[str, int]]
+# trust, declared revisions, the candidate's paths' revisions now (what publishing moves),
+# the paths publishing would make both a file and a directory
+_Gathered = tuple[
+    ReceiptFacts, tuple[dict[str, int], dict[str, int]], dict[str, int], tuple[tuple[str, str], ...]
+]
 
 
 _Ahead = tuple[Task, Candidate | None]  # read before the gate (`CompletionOps._ahead`)
@@ -56,6 +62,7 @@ class CompletionOutcome:
 @dataclass(frozen=True)
 class _Rejected:
     verdict: Verdict
+    details: tuple[dict[str, Any], ...] = ()  # as the caller may see them
 
 
 def make_request(
@@ -99,7 +106,7 @@ class CompletionOps(Door):
             "task", request.task_id, lambda tx: self._complete(tx, caller, request, ahead)
         )
         if isinstance(outcome, _Rejected):
-            raise CompletionRejected([r.value for r in outcome.verdict.failed])
+            raise CompletionRejected([r.value for r in outcome.verdict.failed], details=outcome.details)
         return outcome
 
     def _ahead(self, q: CompletionRequest) -> _Ahead | None:
@@ -136,22 +143,38 @@ class CompletionOps(Door):
         facts = self._facts(tx, caller, q, visible, grants, got)
         verdict = evaluate(q, facts, self.disabled_checks)
         if not verdict.accepted:
-            self.audit(
-                tx,
-                visible.task.project_id if visible else None,
-                "completion.rejected",
-                caller,
-                q.task_id,
-                request_id=q.request_id,
-                attempt=q.attempt_id,
-                candidate=q.candidate_id,
-                failed=[r.value for r in verdict.failed],
-            )
-            return _Rejected(verdict)
+            return self._reject(tx, caller, q, facts, verdict)
         assert visible is not None and got is not None and facts.attempt is not None and facts.candidate
         with tx.together():  # the writes nobody reads back: one statement on PostgreSQL
             completion = self._publish(tx, caller, q, visible.task, facts.attempt, facts.candidate, got[2])
         return CompletionOutcome(completion, replay=False)
+
+    def _reject(
+        self, tx: Tx, caller: Principal, q: CompletionRequest, facts: CompletionFacts, verdict: Verdict
+    ) -> _Rejected:
+        """Explain the refusal from this transaction's state: the audit event keeps every
+        detail (its paths listed, so an event feed withholds it from whoever may not read
+        one), the caller gets what it may read."""
+        pid = facts.task.project_id if facts.task else None
+        details = explain(q, facts, verdict, circumstances(tx, facts, verdict))
+        names = names_in(tx, pid, details) if pid and details else {}
+        extra: dict[str, Any] = {}
+        if details:
+            extra = {"details": for_audit(details, names), "paths": named_paths(details)}
+        failed = [r.value for r in verdict.failed]
+        self.audit(
+            tx,
+            pid,
+            "completion.rejected",
+            caller,
+            q.task_id,
+            request_id=q.request_id,
+            attempt=q.attempt_id,
+            candidate=q.candidate_id,
+            failed=failed,
+            **extra,
+        )
+        return _Rejected(verdict, tuple(for_reader(details, reader_of(caller, facts.grants, names))))
 
     @staticmethod
     def _replay(caller: Principal, q: CompletionRequest, prior: Completion) -> CompletionOutcome:
@@ -176,7 +199,7 @@ class CompletionOps(Door):
             return CompletionFacts(
                 caller, None, None, None, (), {}, {}, {}, {}, frozenset(), tx.now, tx.incarnation
             )
-        trust, (files, dirs), _ = gathered
+        trust, (files, dirs), _, conflicts = gathered
         task, cand = found.task, found.candidate
         return CompletionFacts(
             caller=caller,
@@ -192,6 +215,7 @@ class CompletionOps(Door):
             now=tx.now,
             incarnation=tx.incarnation,
             recorded=trust.recorded,
+            tree_conflicts=conflicts,
         )
 
     def _reads(
@@ -211,11 +235,12 @@ class CompletionOps(Door):
         published = sorted(set(bound.files)) if bound else []
         # The declared paths and those the candidate publishes: one statement.
         revisions = tx.content.declared_revisions_later(task.project_id, paths | set(published), prefixes)
+        conflicts = tx.content.tree_conflicts_later(task.project_id, bound.files) if bound else list
 
         def gathered() -> _Gathered:
             files, dirs = revisions()
             declared = {p: files[p] for p in sorted(paths)}
-            return trust(), (declared, dirs), {p: files[p] for p in published}
+            return trust(), (declared, dirs), {p: files[p] for p in published}, tuple(conflicts())
 
         return gathered
 

@@ -188,6 +188,7 @@ class ContentOps(Door):
                 raise Conflict(f"{norm} is at revision {current}, not {base}", reason="revision_conflict")
             if digest is not None:
                 self._require_blobs(tx, caller, project_id, [digest])
+                self._require_one_kind(tx, caller, project_id, {norm: digest})
                 tx.content.add_blob_ref(project_id, [digest])
             rev = tx.content.write_artifact(project_id, norm, digest, tx.now, caller.id, "edit")
             self.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
@@ -224,6 +225,7 @@ class ContentOps(Door):
                 # Refused before any verifier sees it: no checker ever runs out-of-scope bytes.
                 raise Conflict(f"outside the task's scope: {outside[:5]}", reason="scope_violation")
             self._require_blobs(tx, caller, task.project_id, [d for d in files.values() if d])
+            self._require_one_kind(tx, caller, task.project_id, files)
             cand = Candidate(
                 self.ids.new("cnd"),
                 task.id,
@@ -265,6 +267,24 @@ class ContentOps(Door):
         missing = set(absent) | set(unreadable)
         if missing:
             raise InvalidRequest(f"blobs not uploaded: {sorted(missing)[:5]}", reason="blob_missing")
+
+    def _require_one_kind(
+        self, tx: Tx, caller: Principal, project_id: str, files: Mapping[str, str | None]
+    ) -> None:
+        """`path_conflict` if writing `files` over the current tree would make a path both a
+        file and a directory (no checkout, and no verifier's tree, could then be built). The
+        detail names the other path only if the caller may read it."""
+        conflicts = tx.content.tree_conflicts_later(project_id, files)()
+        if not conflicts:
+            return
+        above, below = conflicts[0]
+        may_read = self.path_reader(tx, caller, project_id)
+        shown = [
+            p if may_read is None or may_read(p) or p in files else "(a path you may not read)"
+            for p in (above, below)
+        ]
+        detail = f"{shown[0]} would be a file and also the directory of {shown[1]}"
+        raise Conflict(detail, reason="path_conflict")
 
     def _files(self, raw: Mapping[str, str | None]) -> dict[str, str | None]:
         if not isinstance(raw, Mapping) or not raw:

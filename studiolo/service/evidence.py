@@ -61,6 +61,9 @@ _BODY_KEYS = frozenset(
         "log_digest",
     }
 )
+# Receipts since issue 32 also sign where the verdict was computed; older ones do not, and
+# stay valid exactly as they were signed (they count as `shared`).
+_ISOLATION_KEY = "verdict_isolation"
 # Ed25519 signatures are 64 bytes: exactly 86 base64url characters, the last one carrying
 # two zero bits. Anything else (padding, junk the lenient decoder skips, other spare bits)
 # would be a second spelling of one signature, hence a second receipt id for one observation.
@@ -70,8 +73,12 @@ _SIGNATURE_RE = re.compile(r"^[A-Za-z0-9_-]{85}[AQgw]$")
 
 def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str, cand_id: str) -> Receipt:
     """Validate the shape of a posted receipt body (the bindings are checked by the caller)."""
-    if not isinstance(body, Mapping) or set(body) != _BODY_KEYS:
-        raise InvalidRequest(f"a receipt body has exactly the keys {sorted(_BODY_KEYS)}")
+    if not isinstance(body, Mapping) or set(body) - {_ISOLATION_KEY} != _BODY_KEYS:
+        raise InvalidRequest(
+            f"a receipt body has exactly the keys {sorted(_BODY_KEYS)}, and optionally {_ISOLATION_KEY!r}"
+        )
+    if body.get(_ISOLATION_KEY, "shared") not in ("shared", "separate"):
+        raise InvalidRequest("receipt verdict_isolation is 'shared' or 'separate'")
     for key in ("contract_hash", "candidate_digest", "dependency_digest"):
         if not is_digest(body[key]):
             raise InvalidRequest(f"receipt {key} is not a sha256 digest")

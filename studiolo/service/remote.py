@@ -7,13 +7,14 @@ follows is `studiolo.service.remote_wait`; the requester worker
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound
 from studiolo.core.model import Action, Checker, Grant, Principal, PrincipalKind, Task
 from studiolo.core.paths import matches_any, normalize_prefix
-from studiolo.core.remote import RemoteDelegation, RemoteOrg, RemoteState
+from studiolo.core.remote import RemoteDelegation, RemoteOrg, RemoteState, parse_origins
 from studiolo.keys import ServiceKey, parse_public_key
 from studiolo.service.admin import AdminOps, _name
 from studiolo.service.remote_wait import RemoteWaitOps
@@ -25,6 +26,15 @@ _AGENT_ACTIONS = frozenset({Action.READ, Action.CLAIM, Action.WRITE, Action.COMP
 _KID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 _MAX_KEYS = 16
 _S = RemoteState
+
+
+def _origins(origins: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(origins, str) or not isinstance(origins, Sequence):
+        raise InvalidRequest("origins are a list of scheme://host[:port]")
+    try:
+        return parse_origins(origins)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc)) from exc
 
 
 def _pinned(keys: Mapping[str, str]) -> dict[str, str]:
@@ -47,11 +57,14 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         name: str,
         keys: Mapping[str, str],
         target: str | None = None,
+        origins: Sequence[str] = (),
     ) -> RemoteOrg:
-        """Pin a remote organisation's keys in a project. Creates its agent principal (holds the
-        local attempt), its verifier principal and the checker `a2a-<name>@1` admitting it."""
+        """Pin a remote organisation's keys in a project, and the origins the service may send
+        requests to for it. Creates its agent principal (holds the local attempt), its verifier
+        principal and the checker `a2a-<name>@1` admitting it."""
         org_name = _name(name, "organisation name")
         pinned = _pinned(keys)
+        allowed = _origins(origins)
         prefix = normalize_prefix(target if target is not None else f"remote/{org_name}")
         if not prefix:
             raise InvalidRequest("a remote organisation writes under a directory, not the project root")
@@ -81,9 +94,11 @@ class RemoteOps(AdminOps, RemoteWaitOps):
                 checker,
                 prefix,
                 tx.now,
+                origins=allowed,
             )
             tx.remote.add_org(org, attest.to_text())
             data = {"keys": pinned, "agent": agent.id, "verifier": verifier.id, "checker": checker}
+            data |= {"origins": list(allowed)}
             self.audit(
                 tx, project_id, "a2a.remote_org.added", caller, org.id, name=org_name, target=prefix, **data
             )
@@ -120,6 +135,27 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         tx.access.put_checker(c, tx.now, replace=False)
         self.audit(tx, project_id, "checker.admitted", caller, c.ref, kind=c.kind, verifiers=[verifier_id])
         return c.ref
+
+    def set_remote_origins(
+        self, caller: Principal, project_id: str, name: str, origins: Sequence[str]
+    ) -> RemoteOrg:
+        """Replace the origins the service may send requests to for an organisation (audited);
+        delegations in flight follow the new list from their next request."""
+        allowed = _origins(origins)
+
+        def run(tx: Tx) -> RemoteOrg:
+            self.require_project(tx, caller, project_id)
+            self.require(tx, caller, project_id, Action.ADMIN)
+            org = tx.remote.org_by_name(project_id, str(name)[:100])
+            if org is None:
+                raise NotFound(f"remote organisation {str(name)[:100]!r} not found")
+            tx.remote.set_origins(org.id, allowed)
+            self.audit(
+                tx, project_id, "a2a.remote_org.origins", caller, org.id, name=org.name, origins=list(allowed)
+            )
+            return replace(org, origins=allowed)
+
+        return self.store.write(run)
 
     def revoke_remote_org(self, caller: Principal, project_id: str, name: str) -> RemoteOrg:
         """Stop trusting an organisation: no new delegation, and the grants of its principals are

@@ -29,6 +29,7 @@ from studiolo.core.model import (
 from studiolo.core.trust import verified
 from studiolo.service._door import Door
 from studiolo.service._ids import check_id
+from studiolo.service._refusal import confined_rejections, reader_of
 from studiolo.service._trust import ReceiptFacts, receipt_facts_later
 from studiolo.store import Tx
 from studiolo.store.audit import ChainCheck, verify_log
@@ -140,9 +141,14 @@ class ViewOps(Door):
         )
 
     def _confined(self, tx: Tx, caller: Principal, view: TaskView) -> TaskView:
-        """The candidates' file maps cut to the caller's read scope (no digests of other paths)."""
-        cands = tuple(self.confine(tx, caller, view.task.project_id, c) for c in view.candidates)
-        return replace(view, candidates=cands)
+        """The candidates' file maps cut to the caller's read scope (no digests of other paths),
+        and the refusals' details as the caller may see them (docs/reasons.md)."""
+        pid = view.task.project_id
+        cands = tuple(self.confine(tx, caller, pid, c) for c in view.candidates)
+        refused = view.rejections
+        if any(e.data.get("details") for e in refused):
+            refused = confined_rejections(refused, reader_of(caller, self.grants(tx, caller, pid)))
+        return replace(view, candidates=cands, rejections=refused)
 
     def _task_page(
         self,
@@ -343,6 +349,7 @@ def _verify_new(tx: Tx, check: ChainCheck, heads: dict[str, tuple[int, str]]) ->
 
 _PATH_SUBJECTS = frozenset({"artifact.edited", "observation.recorded"})
 _PATH_MAPS = ("files", "bases", "file_deps", "revisions")
+_PATH_LISTS = ("write_set", "paths")  # `paths`: those a refused completion's details name
 
 
 def visible_events(may_read: Callable[[str], bool] | None, events: list[Event]) -> list[Event]:
@@ -359,9 +366,10 @@ def _paths_of(e: Event) -> set[str]:
         value = e.data.get(key)
         if isinstance(value, Mapping):
             paths.update(str(p) for p in value)
-    write_set = e.data.get("write_set")
-    if isinstance(write_set, list):
-        paths.update(str(p) for p in write_set)
+    for key in _PATH_LISTS:
+        value = e.data.get(key)
+        if isinstance(value, list):
+            paths.update(str(p) for p in value)
     return paths
 
 

@@ -49,8 +49,11 @@ class WorkOps(Door):
         policy_version: int | None = None,
         requires_deployment: bool = False,
         allow_evidence_reuse: bool = False,
+        separate_verdict: Iterable[str] = (),
     ) -> Task:
-        """Create a task and pin its contract (the latest policy unless told otherwise)."""
+        """Create a task and pin its contract (the latest policy unless told otherwise).
+        `separate_verdict` names criteria whose passing receipts must have been computed
+        where the candidate's code never ran (docs/verifiers.md)."""
         if not isinstance(title, str) or not title.strip() or len(title) > 300:
             raise InvalidRequest("a task needs a title of at most 300 characters")
         if _BIDI_CONTROL.search(title):
@@ -72,6 +75,7 @@ class WorkOps(Door):
                 policy_version,
                 requires_deployment=requires_deployment,
                 allow_evidence_reuse=allow_evidence_reuse,
+                separate_verdict=separate_verdict,
             )
             task = Task.open(
                 id=task_id,
@@ -107,9 +111,15 @@ class WorkOps(Door):
         *,
         requires_deployment: bool = False,
         allow_evidence_reuse: bool = False,
+        separate_verdict: Iterable[str] = (),
     ) -> Contract:
         if not isinstance(criteria, Mapping) or not criteria:
             raise InvalidRequest("a contract needs at least one criterion → checker name@version")
+        separate = set(separate_verdict)
+        if not separate <= set(criteria):
+            raise InvalidRequest(
+                f"separate_verdict names unknown criteria: {sorted(separate - set(criteria))}"
+            )
         known = {c.ref for c in tx.access.checkers(project_id)}
         crits = []
         for cid, ref in sorted(criteria.items()):
@@ -117,7 +127,7 @@ class WorkOps(Door):
                 raise InvalidRequest(f"invalid criterion id {cid!r}")
             if ref not in known:
                 raise InvalidRequest(f"checker {ref!r} is not admitted", reason="unknown_checker")
-            crits.append(Criterion(cid, ref))
+            crits.append(Criterion(cid, ref, cid in separate))
         if policy_version is None:
             latest = tx.access.latest_policy(project_id)
             if latest is None:
@@ -156,6 +166,7 @@ class WorkOps(Door):
         criteria: Mapping[str, str] | None = None,
         scope: Iterable[str] | None = None,
         policy_version: int | None = None,
+        separate_verdict: Iterable[str] | None = None,
     ) -> Task:
         """Explicitly change a task's contract: a new hash, an audited transition."""
 
@@ -168,6 +179,7 @@ class WorkOps(Door):
             crit = criteria if criteria is not None else {c.id: c.checker for c in old.criteria}
             patterns = _scope(scope) if scope is not None else old.scope
             version = policy_version if policy_version is not None else old.policy_version
+            separate = old.separate_verdict if separate_verdict is None else separate_verdict
             new = self._contract(
                 tx,
                 task.project_id,
@@ -177,6 +189,7 @@ class WorkOps(Door):
                 version,
                 requires_deployment=old.requires_deployment,
                 allow_evidence_reuse=old.allow_evidence_reuse,
+                separate_verdict=[c for c in separate if c in crit],
             )
             tx.work.update_task(task.id, contract=new, contract_hash=new.hash)
             self.audit(

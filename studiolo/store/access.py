@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Integer, Select, Text, bindparam, func, insert, select, update
@@ -13,7 +14,7 @@ from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 from studiolo.store._raw import Raw, columns
 
-__all__ = ["AccessRepo"]
+__all__ = ["AccessRepo", "HeldAuthority"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 _PRINCIPAL = select(s.principals).where(s.principals.c.id == bindparam("id"))
@@ -219,6 +220,10 @@ class AccessRepo:
             self._c.execute(
                 update(s.checkers).where(*_checker_key(c.project_id, c.name, c.version)).values(**values)
             )
+            held = s.held_admissions.c  # the admin names the admitted verifiers anew: nothing stays held
+            self._c.execute(
+                s.held_admissions.delete().where(held.project_id == c.project_id, held.checker == c.ref)
+            )
         else:
             self._c.execute(
                 insert(s.checkers).values(
@@ -246,6 +251,62 @@ class AccessRepo:
 
         return found
 
+    # authority a restore held (`store/authority.py`) ------------------------------------
+    def held_of(self, principal_id: str) -> HeldAuthority:
+        """The principal's tokens and verifier admissions that wait for a reconfirmation."""
+        tokens = self._c.execute(
+            select(s.tokens.c.id)
+            .where(s.tokens.c.principal_id == principal_id, *_HELD_TOKEN)
+            .order_by(s.tokens.c.created_at, s.tokens.c.id)
+        ).scalars()
+        held = s.held_admissions.c
+        refs = self._c.execute(
+            select(held.checker).where(held.verifier_id == principal_id).order_by(held.checker)
+        ).scalars()
+        return HeldAuthority(principal_id, tuple(tokens), tuple(refs))
+
+    def held_principals(self) -> list[str]:
+        """Every principal with a held token or admission, in id order."""
+        tokens = select(s.tokens.c.principal_id).where(*_HELD_TOKEN)
+        admissions = select(s.held_admissions.c.verifier_id)
+        rows = self._c.execute(tokens.union(admissions)).scalars()
+        return sorted(set(rows))
+
+    def release(self, held: HeldAuthority) -> None:
+        """Reconfirm: the held tokens authenticate again, the held admissions admit again."""
+        if held.tokens:
+            self._c.execute(update(s.tokens).where(s.tokens.c.id.in_(held.tokens)).values(held_at=None))
+        rows = s.held_admissions.c
+        project = select(s.principals.c.project_id).where(s.principals.c.id == held.principal_id)
+        project_id = self._c.execute(project).scalar()
+        for ref in held.admissions:
+            name, _, version = ref.partition("@")
+            checker = self.checker(str(project_id), name, version)
+            if checker is not None:
+                admitted = dumps(sorted(checker.verifiers | {held.principal_id}))
+                self._c.execute(
+                    update(s.checkers)
+                    .where(*_checker_key(checker.project_id, name, version))
+                    .values(verifiers=admitted)
+                )
+        self._c.execute(s.held_admissions.delete().where(rows.verifier_id == held.principal_id))
+
+
+@dataclass(frozen=True)
+class HeldAuthority:
+    """What of a principal's authority a restore held: token ids, checker refs (`name@version`)."""
+
+    principal_id: str
+    tokens: tuple[str, ...]
+    admissions: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.tokens and not self.admissions
+
+
+_HELD_TOKEN = (s.tokens.c.held_at.is_not(None), s.tokens.c.revoked_at.is_(None))
+
 
 def _checker_key(project_id: str, name: str, version: str) -> tuple[Any, ...]:
     return (
@@ -256,11 +317,11 @@ def _checker_key(project_id: str, name: str, version: str) -> tuple[Any, ...]:
 
 
 def _live_tokens() -> Select[Any]:
-    """Unrevoked tokens' hashes with their principals' columns."""
+    """Live tokens' hashes (not revoked, not held by a restore) with their principals' columns."""
     return (
         select(s.tokens.c.token_hash, *s.principals.c)
         .join(s.principals, s.tokens.c.principal_id == s.principals.c.id)
-        .where(s.tokens.c.revoked_at.is_(None))
+        .where(s.tokens.c.revoked_at.is_(None), s.tokens.c.held_at.is_(None))
     )
 
 

@@ -51,6 +51,11 @@ _EVENTS_OF_SUBJECT = (
     f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > :after AND subject = :subject"
     " AND (project_id || '') = :p ORDER BY seq LIMIT :n"
 )
+# A subject's newest event of some kinds in a project (a refusal's details): newest first
+# along ix_events_subject.
+_LATEST_OF_SUBJECT = (
+    f"SELECT {_EVENT_COLUMNS} FROM events WHERE subject = :subject AND (project_id || '') = :p AND kind IN "
+)
 # New events of some projects (the event streams' feed): read along seq from `after` (the
 # newest few), not through ix_events_project once per project: `project_id || ''` keeps
 # that index out of play.
@@ -234,6 +239,12 @@ class AuditRepo:
         called (`Raw.later`)."""
         params = {"after": after, "subject": subject, "p": project_id, "n": limit}
         return self._raw.later_as(_EVENTS_OF_SUBJECT, params, _event_of)
+
+    def latest_of(self, project_id: str, subject: str, kinds: Sequence[str]) -> Event | None:
+        """The subject's newest event of one of `kinds` in the project, if any."""
+        sql = _LATEST_OF_SUBJECT + in_list("k", len(kinds)) + " ORDER BY seq DESC LIMIT 1"
+        rows = self._raw.all(sql, {"subject": subject, "p": project_id, **in_params("k", list(kinds))})
+        return _event_of(rows[0]) if rows else None
 
     def events_of(self, project_ids: Sequence[str], after: int, limit: int) -> list[Event]:
         """The events of any of `project_ids` after `after`, oldest first, at most `limit`."""

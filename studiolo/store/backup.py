@@ -23,8 +23,11 @@ after the backup was taken are not in the file, so the clock term is what covers
 holds while fewer than one fence per microsecond is issued to a task, and while the
 restoring clock is not behind the one that issued them). Attempt ids are random 128-bit
 values and are never reissued. The restore is appended to the ledger's audit chain as
-`ledger.restored`. The `chains` table (each chain's head) is a table like the others; on
-PostgreSQL the `events_seq` sequence restarts after the highest restored seq.
+`ledger.restored`. Authority is settled against the ledger the restore replaces (read
+before it is replaced): its revocations and key replacements win, and what it cannot vouch
+for is held until an admin reconfirms it (`store/authority.py`). The `chains` table (each
+chain's head) is a table like the others; on PostgreSQL the `events_seq` sequence restarts
+after the highest restored seq.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ from typing import IO, Any, cast
 
 from sqlalchemy import Connection, LargeBinary, MetaData, Table, func, inspect, select, update
 
-from studiolo.store import migrations
+from studiolo.store import authority, migrations
 from studiolo.store import schema as s
+from studiolo.store.authority import HeldPrincipal
 from studiolo.store.engine import Store
 
 __all__ = ["FORMAT", "BackupError", "BackupInfo", "RestoreInfo", "backup", "restore"]
@@ -73,6 +77,9 @@ class RestoreInfo:
     incarnation: str
     fence_floor: int
     rows: dict[str, int]
+    carried: dict[str, int]  # revocations and key replacements the replaced ledger won
+    held: tuple[HeldPrincipal, ...]  # principals whose authority waits for a reconfirmation
+    service_key: str  # "kept", "carried" (the replaced ledger's newer key) or "rotated"
 
 
 # backup -----------------------------------------------------------------------------
@@ -141,14 +148,21 @@ class _Writer:
 
 
 # restore ----------------------------------------------------------------------------
-def restore(store: Store, path: Path) -> RestoreInfo:
-    """Replace the ledger with the backup at `path` and start a new authority incarnation."""
+def restore(store: Store, path: Path, previous: Store | None = None) -> RestoreInfo:
+    """Replace the ledger with the backup at `path` and start a new authority incarnation.
+
+    Revocations and key replacements the replaced ledger knows win over the backup, and the
+    authority it cannot vouch for is held until reconfirmed (`store/authority.py`). `previous`
+    names one more ledger the backup replaces (say, the SQLite file of a move to PostgreSQL).
+    """
     header, counts = _verify(Path(path))
     schema = str(header["schema"])
     if schema not in migrations.known_revisions():
         raise BackupError(f"backup schema {schema} is unknown to this build")
+    sources = [_known_in(previous)] if previous is not None else []
     with store.exclusive() as conn:
-        previous = _previous_authority(conn)
+        before = _previous_authority(conn)
+        sources.insert(0, authority.known(conn))
         _prepare_target(conn, schema)
         tables = _reflect(conn)
         _clear(conn, tables)
@@ -157,11 +171,20 @@ def restore(store: Store, path: Path) -> RestoreInfo:
             raise BackupError("the rows read differ from the trailer's counts")
         migrations.upgrade(conn, "head")
         _restart_sequence(conn)
+        settled = authority.settle(conn, sources, store.authority_clock(conn))
         if conn.dialect.name == "postgresql":
             # A bulk load: let the planner see the tables' real sizes now, not when autovacuum
             # next looks (plans made on the tables as they were empty scan a project's rows).
             conn.exec_driver_sql("ANALYZE")
-        return _new_incarnation(store, conn, header, previous, loaded)
+        return _new_incarnation(store, conn, header, before, loaded, settled)
+
+
+def _known_in(ledger: Store) -> authority.Known:
+    with ledger.engine.connect() as conn, conn.begin():
+        found = authority.known(conn)
+    if found is authority.EMPTY:
+        raise BackupError(f"the previous ledger {ledger.engine.url!r} has no ledger tables")
+    return found
 
 
 def _verify(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
@@ -279,7 +302,12 @@ def _restart_sequence(conn: Connection) -> None:
 
 
 def _new_incarnation(
-    store: Store, conn: Connection, header: dict[str, Any], previous: dict[str, Any], rows: dict[str, int]
+    store: Store,
+    conn: Connection,
+    header: dict[str, Any],
+    previous: dict[str, Any],
+    rows: dict[str, int],
+    settled: authority.Settled,
 ) -> RestoreInfo:
     tx = store.tx_on(conn, write=True)
     now = store.authority_clock(conn)  # the new incarnation's clock guard starts here
@@ -305,10 +333,22 @@ def _new_incarnation(
             "previous_incarnation": previous["incarnation"],
             "incarnation": incarnation,
             "fence_floor": floor,
+            "carried": settled.carried,
+            "service_key": settled.service_key,
+            "held": [h.principal_id for h in settled.held],
         },
         now,
     )
-    return RestoreInfo(str(header["schema"]), previous["incarnation"], incarnation, floor, rows)
+    return RestoreInfo(
+        str(header["schema"]),
+        previous["incarnation"],
+        incarnation,
+        floor,
+        rows,
+        settled.carried,
+        settled.held,
+        settled.service_key,
+    )
 
 
 # files ------------------------------------------------------------------------------

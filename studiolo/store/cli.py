@@ -10,7 +10,7 @@ import typer
 
 from studiolo.settings import Settings
 from studiolo.store import migrations
-from studiolo.store.backup import BackupError, backup, restore
+from studiolo.store.backup import BackupError, RestoreInfo, backup, restore
 from studiolo.store.engine import Store
 
 __all__ = ["register"]
@@ -71,26 +71,58 @@ def backup_cmd(
 def restore_cmd(
     path: Annotated[Path, typer.Argument(help="a file written by `studiolo backup`", exists=True)],
     database_url: _Url = None,
+    previous_ledger: Annotated[
+        str | None,
+        typer.Option(
+            "--previous-ledger",
+            help="another ledger this restore replaces (a move between back-ends: the old one's URL)",
+        ),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", help="replace the ledger without asking")] = False,
 ) -> None:
     """Replace the ledger with a backup and start a new authority incarnation.
 
     Every attempt and lease issued before the restore is dead; fences continue above every
-    fence issued before. Works across back-ends (SQLite ↔ PostgreSQL).
+    fence issued before. Revocations and key replacements of the replaced ledger win over the
+    backup; tokens and verifier admissions it cannot vouch for are held, listed here, until
+    reconfirmed. Works across back-ends (SQLite ↔ PostgreSQL).
     """
     if not yes:
         typer.confirm("This replaces every row of the ledger. Continue?", abort=True)
     store = _store(database_url)
+    previous = Store(previous_ledger) if previous_ledger else None
     try:
-        info = restore(store, path)
+        info = restore(store, path, previous)
     except BackupError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     finally:
         store.dispose()
+        if previous is not None:
+            previous.dispose()
     typer.echo(
         f"restored {sum(info.rows.values())} rows; incarnation {info.incarnation} "
         f"(was {info.previous_incarnation or 'none'}); fences continue above {info.fence_floor}"
+    )
+    _report_authority(info)
+
+
+def _report_authority(info: RestoreInfo) -> None:
+    carried = ", ".join(f"{k} {v}" for k, v in info.carried.items() if v) or "nothing"
+    typer.echo(f"carried over from the replaced ledger: {carried}; service key {info.service_key}")
+    if not info.held:
+        typer.echo("nothing is held: the replaced ledger vouched for every token and admission")
+        return
+    typer.echo(f"held until reconfirmed ({len(info.held)} principals the replaced ledger cannot vouch for):")
+    for h in info.held:
+        typer.echo(
+            f"  {h.principal_id} {h.kind} {h.name} ({h.project_id or 'service'}): {h.tokens} token(s), "
+            f"admissions {list(h.admissions) or 'none'}, grants {list(h.grants) or 'none'}"
+        )
+    typer.echo(
+        "reconfirm each: `studiolo reconfirm ID...` here (the operator; service admins first), "
+        "then `studiolo principal reconfirm ID` as an admin; or rotate its tokens and revoke what it "
+        "should not keep"
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
 
 from studiolo.core.model import Artifact, Candidate, Observation
-from studiolo.core.paths import ancestors
+from studiolo.core.paths import ancestor_files, ancestors, file_dir_conflicts
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 from studiolo.store._raw import Raw, Rows, columns, in_list, in_params
@@ -58,11 +58,23 @@ _CANDIDATES_OF_ATTEMPT = _CANDIDATES_OF % "attempt_id"
 # The completion's statements (prepared SQL, see `_raw`): each handles every path at once.
 _DECLARED_FILES = "SELECT 0, path, revision FROM artifacts WHERE project_id = :p AND "
 _DECLARED_DIRS = "SELECT 1, prefix, revision FROM collections WHERE project_id = :p AND "
+# What a write would make both a file and a directory: live files where it needs a directory,
+# and the prefixes that ever held a path (a collection), under which it needs no file.
+_LIVE_FILES = "SELECT 0, path FROM artifacts WHERE project_id = :p AND digest IS NOT NULL AND "
+_EVER_DIRS = "SELECT 1, prefix FROM collections WHERE project_id = :p AND "
+_LIVE_UNDER = (
+    "SELECT path FROM artifacts WHERE project_id = :p AND digest IS NOT NULL"
+    " AND substr(path, 1, CAST(:n AS INTEGER)) = :pfx ORDER BY path LIMIT :k"
+)
 _CHUNK = 400  # rows per multi-row statement: well inside both back-ends' parameter limits
 
 # What a task view asks of a completion's revisions: the digest each revision published, and
 # the deployments observed since the commit.
 _REVISION_DIGESTS = "SELECT path, digest FROM artifact_revisions WHERE project_id = :p AND "
+# Who made given revisions, and how (a refusal's details).
+_REVISION_CHANGES = (
+    "SELECT path, revision, changed_at, actor, cause FROM artifact_revisions WHERE project_id = :p AND "
+)
 _DEPLOYED_SINCE = (
     f"SELECT {columns(s.observations, 'o')} FROM observations o WHERE o.project_id = :p"
     " AND o.kind = 'deployed' AND o.observed_at >= :at AND "
@@ -382,6 +394,50 @@ class ContentRepo:
         params = {"p": project_id} | in_params("f", files) | in_params("d", dirs)
         return self._raw.later(" UNION ALL ".join(parts), params)
 
+    def tree_conflicts_later(
+        self, project_id: str, files: Mapping[str, str | None]
+    ) -> Callable[[], list[tuple[str, str]]]:
+        """Send the reads that say whether writing `files` (path → digest, None deletes) over
+        the project's current files would make a path both a file and a directory; answered
+        when called: each pair (file, a file under it), sorted.
+
+        One statement per chunk: the live files among the written files' ancestors, and which
+        written files name a prefix that ever held a path. Only for those (rare: a directory
+        turned into a file) the files under it are read."""
+        live = sorted(p for p, d in files.items() if d is not None)
+        gone = {p for p, d in files.items() if d is None}
+        above = sorted({a for p in live for a in ancestor_files(p)} - set(files))
+        keys = [(0, a) for a in above] + [(1, p + "/") for p in live]
+        sent = [self._conflict_keys(project_id, keys[i : i + _CHUNK]) for i in range(0, len(keys), _CHUNK)]
+
+        def conflicts() -> list[tuple[str, str]]:
+            found = set(file_dir_conflicts(live))
+            for rows in sent:
+                for kind, key in rows():
+                    if int(kind) == 0:
+                        found.update((str(key), p) for p in live if p.startswith(f"{key}/"))
+                    else:
+                        found.update(self._live_under(project_id, str(key), gone))
+            return sorted(found)
+
+        return conflicts
+
+    def _conflict_keys(self, project_id: str, keys: list[tuple[int, str]]) -> Rows:
+        files = [k for kind, k in keys if kind == 0]
+        dirs = [k for kind, k in keys if kind == 1]
+        parts = [self._raw.keyed(_LIVE_FILES, (("path", "f", "text"),), len(files))] if files else []
+        parts += [self._raw.keyed(_EVER_DIRS, (("prefix", "d", "text"),), len(dirs))] if dirs else []
+        params = {"p": project_id} | in_params("f", files) | in_params("d", dirs)
+        return self._raw.later(" UNION ALL ".join(parts), params)
+
+    def _live_under(self, project_id: str, prefix: str, gone: set[str]) -> list[tuple[str, str]]:
+        """(the file `prefix` names, a live file under it that `gone` does not delete), if any."""
+        deleted_here = sum(1 for p in gone if p.startswith(prefix))
+        params = {"p": project_id, "n": len(prefix), "pfx": prefix, "k": deleted_here + 1}
+        rows = self._raw.all(_LIVE_UNDER, params)
+        kept = [str(r[0]) for r in rows if str(r[0]) not in gone and str(r[0]).startswith(prefix)]
+        return [(prefix[:-1], kept[0])] if kept else []
+
     def _bump_collection(self, project_id: str, prefix: str) -> None:
         result = self._c.execute(_BUMP_COLLECTION, {"p": project_id, "pfx": prefix})
         if result.rowcount == 0:
@@ -420,6 +476,23 @@ class ContentRepo:
     def candidates_of_task_later(self, task_id: str) -> Callable[[], list[Candidate]]:
         """`candidates_of_task(...)`, its read sent now and answered when called (`Raw.later`)."""
         return self._raw.later_as(_CANDIDATES_OF_TASK, {"k": task_id}, candidate_of)
+
+    def changes(
+        self, project_id: str, revisions: Mapping[str, int]
+    ) -> dict[str, tuple[float, str | None, str]]:
+        """For `revisions` (path → revision): when, by whom and how (`edit` or a completion
+        id) each was made; a path whose revision has no record is left out."""
+        paths, out = sorted(revisions), {}
+        for i in range(0, len(paths), _CHUNK):
+            part = paths[i : i + _CHUNK]
+            sql = self._raw.keyed(
+                _REVISION_CHANGES, (("path", "f", "text"), ("revision", "r", "bigint")), len(part)
+            )
+            keys = {"p": project_id} | in_params("f", part) | in_params("r", (revisions[p] for p in part))
+            for path, rev, at, actor, cause in self._raw.all(sql, keys):
+                if revisions.get(str(path)) == int(rev):
+                    out[str(path)] = (float(at), actor, str(cause))
+        return out
 
     def deployments_later(
         self, project_id: str, revisions: Mapping[str, int], since: float

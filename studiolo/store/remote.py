@@ -33,6 +33,7 @@ class RemoteRepo:
                 attest_key=attest_key,
                 created_at=org.created_at,
                 revoked_at=None,
+                origins=dumps(list(org.origins)),
             )
         )
 
@@ -54,6 +55,10 @@ class RemoteRepo:
     def attest_key(self, org_id: str) -> str:
         t = s.a2a_remote_orgs
         return str(self._c.execute(select(t.c.attest_key).where(t.c.id == org_id)).scalar_one())
+
+    def set_origins(self, org_id: str, origins: tuple[str, ...]) -> None:
+        t = s.a2a_remote_orgs
+        self._c.execute(update(t).where(t.c.id == org_id).values(origins=dumps(list(origins))))
 
     def revoke_org(self, org_id: str, at: float) -> None:
         t = s.a2a_remote_orgs
@@ -128,6 +133,7 @@ def _org(row: Row[Any]) -> RemoteOrg:
         row.target,
         row.created_at,
         row.revoked_at,
+        tuple(loads(row.origins)),
     )
 
 

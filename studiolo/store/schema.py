@@ -66,6 +66,8 @@ tokens = Table(
     Column("token_hash", String(80), nullable=False, unique=True),
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float, nullable=True),
+    # Set by a restore that could not vouch for the token: dead until reconfirmed (backup.py).
+    Column("held_at", Float, nullable=True),
     Index("ix_tokens_principal", "principal_id"),  # a rotation or revocation finds the principal's tokens
 )
 
@@ -103,6 +105,18 @@ checkers = Table(
     Column("config", Text, nullable=False),  # JSON object
     Column("verifiers", Text, nullable=False),  # JSON list of principal ids
     Column("created_at", Float, nullable=False),
+)
+
+# Verifier admissions a restore could not vouch for (`store/authority.py`): taken out of
+# `checkers.verifiers` until an admin reconfirms the verifier.
+held_admissions = Table(
+    "held_admissions",
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("checker", String(200), primary_key=True),  # name@version
+    Column("verifier_id", String(ID), ForeignKey("principals.id"), primary_key=True),
+    Column("held_at", Float, nullable=False),
+    Index("ix_held_admissions_verifier", "verifier_id"),
 )
 
 tasks = Table(
@@ -328,6 +342,7 @@ a2a_remote_orgs = Table(
     Column("attest_key", Text, nullable=False),  # the verifier principal's private key
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float, nullable=True),
+    Column("origins", Text, nullable=False, server_default="[]"),  # JSON: where requests may go
     UniqueConstraint("project_id", "name", name="uq_a2a_remote_org_name"),
 )
 

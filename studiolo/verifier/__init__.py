@@ -4,10 +4,16 @@ run an admitted checker in a sandbox, keep the log, sign and post the receipt.
     port.py       VerifierPort: what a verifier needs from the service
     inprocess.py  the port over a Coordinator;  http.py  the port over the HTTP API
     tree.py       materialize / digest / remove a candidate tree
-    sandbox.py    Workspace, Limits, Sandbox (isolation, per-check limits, timeout)
+    workspace.py  Workspace: a check's private directory, held by flock; stale ones removed
+    sandbox.py    Limits, Sandbox (isolation, per-check limits, timeout)
     isolation.py  Isolation: bubblewrap namespaces, mount view, unprivileged uid
+    seccomp.py    the seccomp filter of every check: no keyrings, no nested user namespaces
     cgroups.py    per-check cgroups: memory and process limits for a whole check
-    checkers.py   Checker kinds: command, pytest, json-schema, digest-equals
+    channel.py    a pipe from a check to the runner (pytest's session report)
+    kind.py       the Checker interface; verdict isolation (shared / separate)
+    checkers.py   the built-in kinds: command, json-schema, digest-equals, and the registry
+    pytest_kind.py  kind pytest;  outputs.py  kind outputs (a verdict with no candidate code)
+    inside/       programs the kinds run inside the sandbox
     runner.py     the loop: work → tree → check → log → sign → post
     keyfile.py    the verifier's private key on disk
     cli.py        `studiolo verifier run|keygen`

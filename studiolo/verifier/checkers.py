@@ -1,30 +1,40 @@
-"""Checker kinds: how a verifier turns a materialized tree into pass or fail.
+"""The built-in checker kinds, and the registry a runner takes them from.
 
-A kind is a small class with a `kind` name and a `run` method. `run` gets the read-only
-tree, the checker's config (admitted with the checker version, so it is part of what the
-project trusts) and a `Sandbox` for anything that starts a process. It returns a
-`CheckOutcome`; the runner adds the log header, signs and posts the receipt.
+    command        any command in the candidate's tree          verdict: shared
+    pytest         pytest on the tree (pytest_kind.py)          verdict: shared
+    json-schema    JSON files against a schema, in the sandbox  verdict: separate
+    digest-equals  files with exactly these digests             verdict: separate
+    outputs        the program's outputs judged in a second sandbox with no
+                   candidate code (outputs.py)                  verdict: separate
 
-Raise `CheckerConfigError` for a config the kind cannot use: that is a deterministic
-property of the admitted checker, so it yields a *failed* receipt saying so. Any other
-exception is the verifier's own trouble and yields no receipt at all.
+The interface (`Checker`, `CheckOutcome`, `CheckerConfigError`) is in `kind.py`.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import re
 import sys
-from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
-from xml.etree import ElementTree
+from typing import Any
 
-from studiolo.core.canonical import digest_bytes, is_digest
+from studiolo.core.canonical import is_digest
+from studiolo.core.enums import VerdictIsolation
 from studiolo.core.paths import matches_any
+from studiolo.verifier import inside
+from studiolo.verifier.kind import (
+    Checker,
+    CheckerConfigError,
+    CheckOutcome,
+    in_tree,
+    network,
+    process_outcome,
+    read_in_tree,
+    strings,
+    timeout,
+)
+from studiolo.verifier.outputs import OutputsChecker
+from studiolo.verifier.pytest_kind import PytestChecker
 from studiolo.verifier.sandbox import ProcessResult, Sandbox
 
 __all__ = [
@@ -35,62 +45,12 @@ __all__ = [
     "CommandChecker",
     "DigestEqualsChecker",
     "JsonSchemaChecker",
+    "OutputsChecker",
     "PytestChecker",
     "registry",
 ]
 
-_MAX_READ = 64 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    passed: bool
-    log: bytes  # what the checker saw and said; stored as a blob, bound by the receipt
-    summary: str  # one line, for people (e.g. pytest's "3 passed in 0.12s")
-
-
-class CheckerConfigError(Exception):
-    """The admitted config cannot be used by this kind (a deterministic failure)."""
-
-
-class Checker(ABC):
-    kind: ClassVar[str]
-
-    @abstractmethod
-    def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
-        """Check the tree. Read `tree`; write only under `sandbox.scratch`."""
-
-
-def _process_outcome(
-    result: ProcessResult, sandbox: Sandbox, summary: str | None = None, passed: bool | None = None
-) -> CheckOutcome:
-    if passed is None:
-        passed = result.exit_code == 0 and not result.timed_out
-    net = "; network: the host's (the checker's config asks for it)" if result.network else ""
-    header = f"$ {' '.join(result.argv)}\n[{result.describe()}]\n[sandbox: {sandbox.describe()}{net}]\n"
-    return CheckOutcome(passed, header.encode() + result.output, summary or result.describe())
-
-
-def _network(config: Mapping[str, Any]) -> bool:
-    value = config.get("network", False)
-    if not isinstance(value, bool):
-        raise CheckerConfigError("'network' is true or false")
-    return value
-
-
-def _timeout(config: Mapping[str, Any]) -> float | None:
-    value = config.get("timeout")
-    if value is None:
-        return None
-    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
-        raise CheckerConfigError("'timeout' is a positive number of seconds")
-    return float(value)
-
-
-def _strings(value: object, what: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise CheckerConfigError(f"{what} must be a list of strings")
-    return list(value)
+_MAX_REPORT = 16 * 1024 * 1024
 
 
 class CommandChecker(Checker):
@@ -99,95 +59,34 @@ class CommandChecker(Checker):
     kind = "command"
 
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
-        argv = _strings(config.get("argv"), "command config 'argv'")
+        argv = strings(config.get("argv"), "command config 'argv'")
         if not argv:
             raise CheckerConfigError("command config 'argv' is empty")
-        result = sandbox.run(argv, timeout=_timeout(config), network=_network(config))
-        return _process_outcome(result, sandbox)
-
-
-_PYTEST_SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+|no tests ran)\s+in [\d.]+s", re.MULTILINE)
-_INI_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-_COUNTS = ("tests", "failures", "errors", "skipped")
-_MAX_REPORT = 16 * 1024 * 1024
-
-
-class PytestChecker(Checker):
-    """`{"args": ["tests"], "timeout": 120, "plugins": false, "network": false}`: runs pytest
-    on the tree with the verifier's interpreter. Passes iff pytest exits 0 *and* the JUnit
-    report it writes at the end of the session (to a file outside the tree, made empty by
-    the runner) exists, parses, and shows at least one test run and none failed or in
-    error. A candidate that exits early (`os._exit(0)` at import) leaves no report: fail.
-
-    Third-party plugin autoloading is off unless `"plugins": true` (the verifier's own
-    environment should not change a candidate's result). pytest's cache is disabled and no
-    bytecode is written, so a clean run leaves the tree untouched.
-    """
-
-    kind = "pytest"
-
-    def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
-        args = _strings(config.get("args", []), "pytest config 'args'")
-        report = sandbox.report_file("junit.xml")
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tree)]
-        if not any((tree / name).is_file() for name in _INI_FILES):
-            # stop pytest looking above the tree for config
-            argv += ["-c", str(sandbox.input_file("pytest.ini", b"[pytest]\n"))]
-        argv += ["--junitxml", str(report), "-o", "junit_family=xunit2"]
-        env = {} if config.get("plugins") is True else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-        result = sandbox.run([*argv, *args], timeout=_timeout(config), env=env, network=_network(config))
-        found = _PYTEST_SUMMARY.findall(result.output.decode("utf-8", "replace"))
-        summary = found[-1] if found else result.describe()
-        if result.timed_out:
-            summary = f"{result.describe()}; last summary: {summary}" if found else result.describe()
-        verdict = junit_verdict(report)
-        passed = result.exit_code == 0 and not result.timed_out and verdict is None
-        if result.exit_code == 0 and verdict is not None:
-            summary = f"{summary}; but {verdict}"
-        outcome = _process_outcome(result, sandbox, summary, passed)
-        note = f"[junit report: {verdict or 'ok'}]\n".encode()
-        return CheckOutcome(outcome.passed, outcome.log + note, outcome.summary)
-
-
-def junit_verdict(path: Path) -> str | None:
-    """None when the JUnit report shows >= 1 test run and no failure or error; else why not."""
-    try:
-        size = path.stat().st_size
-        if size == 0:
-            return "no test report was written (pytest did not finish its session)"
-        if size > _MAX_REPORT:
-            return f"the test report is too large ({size} bytes)"
-        root = ElementTree.fromstring(path.read_bytes())
-    except (OSError, ElementTree.ParseError) as exc:
-        return f"the test report is unreadable: {exc}"
-    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-    if root.tag not in ("testsuite", "testsuites") or not suites:
-        return "the test report has no test suite"
-    try:
-        totals = {k: sum(int(s.get(k, "0")) for s in suites) for k in _COUNTS}
-    except ValueError:
-        return "the test report's counts are not numbers"
-    ran = totals["tests"] - totals["skipped"]
-    if totals["failures"] or totals["errors"]:
-        return f"the test report shows {totals['failures']} failure(s), {totals['errors']} error(s)"
-    return None if ran >= 1 else "the test report shows no test run"
+        result = sandbox.run(argv, timeout=timeout(config), network=network(config))
+        return process_outcome(result, sandbox)
 
 
 class DigestEqualsChecker(Checker):
-    """`{"files": {"dist/app.bin": "sha256:…"}}`: passes iff every file has exactly that digest."""
+    """`{"files": {"dist/app.bin": "sha256:…"}}`: passes iff every file has exactly that digest.
+    The files are hashed inside the sandbox, like every other check."""
 
     kind = "digest-equals"
+    verdict_isolation = VerdictIsolation.SEPARATE  # hashing runs no candidate code
 
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
         wanted = config.get("files")
         if not isinstance(wanted, Mapping) or not wanted:
             raise CheckerConfigError("digest-equals config 'files' maps paths to sha256 digests")
-        lines, ok = [], True
-        for path, digest in sorted(wanted.items()):
+        for path, digest in wanted.items():
             if not isinstance(path, str) or not is_digest(digest):
                 raise CheckerConfigError(f"digest-equals: {path!r} needs a sha256 digest")
-            data = _read(tree, path)
-            actual = digest_bytes(data) if data is not None else "missing"
+        inside_tree = sorted(p for p in wanted if in_tree(tree, p))
+        result, report = _run_inside(sandbox, "digests.py", inside_tree, config)
+        if not isinstance(report, dict):
+            return process_outcome(result, sandbox)
+        lines, ok = [], True
+        for path, digest in sorted(wanted.items()):
+            actual = report.get(path) or "missing"
             lines.append(f"{'ok  ' if actual == digest else 'FAIL'} {path}: {actual} (want {digest})")
             ok = ok and actual == digest
         good = sum(line.startswith("ok") for line in lines)
@@ -197,65 +96,67 @@ class DigestEqualsChecker(Checker):
 class JsonSchemaChecker(Checker):
     """`{"schema": {...} | "schema_path": "schemas/x.json", "files": ["data/**/*.json"]}`:
     passes iff at least one file matches and every matching file is JSON valid against
-    the schema (its `$schema` picks the draft; 2020-12 by default)."""
+    the schema (its `$schema` picks the draft; 2020-12 by default).
+
+    Parsing and validation run inside the sandbox (`inside/json_schema.py`), bounded in time
+    and memory: a document nested 200,000 deep or a pattern that backtracks forever is a
+    failed receipt, never the verifier's own crash or hang."""
 
     kind = "json-schema"
+    verdict_isolation = VerdictIsolation.SEPARATE  # the candidate's files are data here, never code
 
     def run(self, tree: Path, config: Mapping[str, Any], sandbox: Sandbox) -> CheckOutcome:
-        jsonschema: Any = importlib.import_module("jsonschema")
         schema = self._schema(tree, config)
-        patterns = _strings(config.get("files"), "json-schema config 'files'")
-        validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        try:
-            validator_cls.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise CheckerConfigError(f"json-schema: the schema is invalid: {exc.message}") from exc
-        validator = validator_cls(schema)
+        patterns = strings(config.get("files"), "json-schema config 'files'")
         paths = [p for p in _files(tree) if matches_any(patterns, p)]
-        lines = [f"{p}: {msg}" for p in paths for msg in _errors(validator, tree, p)]
         if not paths:
-            lines.append(f"no file matches {patterns}")
-        ok = bool(paths) and not lines
+            return CheckOutcome(False, f"no file matches {patterns}\n".encode(), "0 file(s) checked")
+        schema_file = sandbox.input_file("schema.json", schema)
+        request = {"schema": str(schema_file), "files": paths}
+        result, report = _run_inside(sandbox, "json_schema.py", request, config)
+        if not isinstance(report, dict):
+            return process_outcome(result, sandbox)
+        if "misconfigured" in report:
+            raise CheckerConfigError(f"json-schema: {report['misconfigured']}")
+        problems = report.get("problems") or {}
+        lines = [f"{p}: {msg}" for p in paths for msg in problems.get(p, [])]
         summary = f"{len(paths)} file(s) checked, {len(lines)} problem(s)"
-        return CheckOutcome(ok, ("\n".join(lines) or "all valid").encode() + b"\n", summary)
+        return CheckOutcome(not lines, ("\n".join(lines) or "all valid").encode() + b"\n", summary)
 
     @staticmethod
-    def _schema(tree: Path, config: Mapping[str, Any]) -> Any:
+    def _schema(tree: Path, config: Mapping[str, Any]) -> bytes:
+        """The schema's bytes (parsed inside the sandbox only)."""
         if "schema" in config:
-            return config["schema"]
+            return json.dumps(config["schema"]).encode()
         path = config.get("schema_path")
         if not isinstance(path, str):
             raise CheckerConfigError("json-schema config needs 'schema' or 'schema_path'")
-        data = _read(tree, path)
+        data = read_in_tree(tree, path)
         if data is None:
             raise CheckerConfigError(f"json-schema: {path} is not in the tree")
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise CheckerConfigError(f"json-schema: {path} is not JSON: {exc}") from exc
+        return data
 
 
-def _errors(validator: Any, tree: Path, path: str) -> Iterable[str]:
-    data = _read(tree, path)
+def _run_inside(
+    sandbox: Sandbox, program: str, request: object, config: Mapping[str, Any]
+) -> tuple[ProcessResult, Any]:
+    """Run one of `inside/`'s programs in the sandbox; its report, or None if it did not finish."""
+    stem = program.removesuffix(".py")
+    script = sandbox.input_file(program, inside.source(program))
+    req = sandbox.input_file(f"{stem}.request.json", json.dumps(request).encode())
+    report = sandbox.report_file(f"{stem}.report.json")
+    result = sandbox.run([sys.executable, "-I", str(script), str(req), str(report)], timeout=timeout(config))
+    data = sandbox.read_report(report.name, _MAX_REPORT)
+    if result.exit_code != 0 or result.timed_out or data is None:
+        return result, None
     try:
-        instance = json.loads(data or b"")
-    except ValueError as exc:
-        return [f"not JSON: {exc}"]
-    found = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
-    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in found[:50]]
+        return result, json.loads(data)
+    except (ValueError, RecursionError):
+        return result, None
 
 
 def _files(tree: Path) -> list[str]:
     return sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file())
-
-
-def _read(tree: Path, rel: str) -> bytes | None:
-    """A regular file inside the tree (no symlinks, no escaping), or None."""
-    path = (tree / rel).resolve()
-    root = tree.resolve()
-    if root not in path.parents or not path.is_file() or path.stat().st_size > _MAX_READ:
-        return None
-    return path.read_bytes()
 
 
 BUILTIN_CHECKERS: tuple[Checker, ...] = (
@@ -263,6 +164,7 @@ BUILTIN_CHECKERS: tuple[Checker, ...] = (
     PytestChecker(),
     JsonSchemaChecker(),
     DigestEqualsChecker(),
+    OutputsChecker(),
 )
 
 

@@ -15,12 +15,14 @@ when it cannot. `Isolation.wrap` turns a checker's argv into a bwrap command lin
   ledger);
 - as root, the check drops to an unprivileged uid/gid (65534 by default) with no
   capabilities and `no_new_privs`; as another user, it keeps that user's uid inside a
-  user namespace.
+  user namespace (and bubblewrap's `--disable-userns` forbids nesting another);
+- a seccomp filter (`seccomp.py`): no kernel keyrings, no new user namespaces.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -28,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from studiolo.verifier import seccomp
 from studiolo.verifier.cgroups import CgroupRoot
 
 __all__ = ["Isolation", "IsolationUnavailable", "View"]
@@ -69,6 +72,8 @@ class Isolation:
     uid: int | None  # drop to this uid/gid inside (the verifier is root); None: keep ours
     gid: int | None
     cgroups: CgroupRoot
+    seccomp: bytes | None = None  # the filter of `seccomp.py`; None: unknown architecture
+    disable_userns: bool = False  # bwrap has `--disable-userns` (used with `--unshare-user`)
 
     @classmethod
     def probe(
@@ -89,35 +94,67 @@ class Isolation:
             raise IsolationUnavailable(f"a toolchain path is not an absolute directory: {missing[0]}")
         root = os.geteuid() == 0
         uid, gid = (run_as or NOBODY) if root else (None, None)
-        iso = cls(found, _toolchain(extra_toolchain), uid, gid, CgroupRoot.detect())
+        userns = _supports(found, "--disable-userns")
+        tools = _toolchain(extra_toolchain)
+        iso = cls(found, tools, uid, gid, CgroupRoot.detect(), seccomp.program(), userns)
         iso._try()
         return iso
+
+    def filter_fd(self) -> int | None:
+        """A new fd holding the seccomp filter, for one bwrap run (the caller closes it)."""
+        if self.seccomp is None:
+            return None
+        fd = os.memfd_create("studiolo-seccomp")
+        os.write(fd, self.seccomp)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
 
     def _try(self) -> None:
         view = View(Path("/"), Path("/nonexistent-scratch"), Path("/"), Path("/"), 1 << 20)
         want = str(self.uid if self.uid is not None else os.geteuid())
         script = f'test "$(id -u)" = {want}'
-        argv = self.wrap(["/bin/sh", "-c", script], view, tree_mounts=False)
+        fd = self.filter_fd()
+        argv = self.wrap(["/bin/sh", "-c", script], view, tree_mounts=False, seccomp_fd=fd)
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                timeout=30,
+                env={"PATH": "/usr/bin:/bin"},
+                pass_fds=() if fd is None else (fd,),
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise IsolationUnavailable(f"{self.bwrap} could not be run: {exc}") from exc
+        finally:
+            if fd is not None:
+                os.close(fd)
         if done.returncode != 0:
             why = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
             raise IsolationUnavailable(f"bubblewrap cannot make the namespaces a check needs: {why}")
 
     def describe(self) -> str:
         who = f"uid {self.uid}" if self.uid is not None else f"uid {os.geteuid()} in a user namespace"
-        return f"isolated (bwrap: pid, mount, ipc, uts, net namespaces; {who})"
+        nested = "; nested user namespaces disabled" if self.uid is None and self.disable_userns else ""
+        if self.seccomp is None:
+            filtered = f"; NO seccomp filter (unknown architecture {platform.machine()})"
+        else:
+            filtered = "; seccomp: no keyrings, no new user namespaces"
+        return f"isolated (bwrap: pid, mount, ipc, uts, net namespaces; {who}{nested}{filtered})"
 
-    def wrap(self, argv: Sequence[str], view: View, *, tree_mounts: bool = True) -> list[str]:
-        """The bwrap command line that runs `argv` in `view`."""
+    def wrap(
+        self, argv: Sequence[str], view: View, *, tree_mounts: bool = True, seccomp_fd: int | None = None
+    ) -> list[str]:
+        """The bwrap command line that runs `argv` in `view` (`seccomp_fd`: from `filter_fd`)."""
         out = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
         out += ["--unshare-uts", "--hostname", "studiolo-check", "--unshare-cgroup-try"]
         if not view.network:
             out.append("--unshare-net")
         if self.uid is None:
             out.append("--unshare-user")
+            if self.disable_userns:
+                out.append("--disable-userns")
+        if seccomp_fd is not None:
+            out += ["--seccomp", str(seccomp_fd)]
         out += self._mounts(view, tree_mounts)
         out += ["--proc", "/proc", "--dev", "/dev", *_tmpfs(Path("/dev/shm"), view.scratch_bytes)]
         out += ["--remount-ro", "/"]
@@ -148,6 +185,15 @@ class Isolation:
         if tree_mounts:
             out += _tmpfs(view.scratch, view.scratch_bytes)
         return out
+
+
+def _supports(bwrap: str, option: str) -> bool:
+    """Whether this bubblewrap knows `option` (0.8.0 added `--disable-userns`)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option.encode() in done.stdout + done.stderr
 
 
 def _tmpfs(path: Path, size: int | None) -> list[str]:

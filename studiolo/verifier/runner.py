@@ -6,6 +6,12 @@ verified itself: the candidate and dependency digests it signs are recomputed he
 the candidate's manifest, every blob is checked against its digest, and the tree is
 sealed read-only and compared after the run. When the declared inputs cannot be
 reproduced, or the verifier itself fails, it signs nothing (`skipped` / `error`).
+
+A tree that cannot be built because of the project's state (a path that the project's
+files, or the candidate's files over them, make both a file and a directory; a project too
+large for this verifier) is no verdict on the candidate's bytes: it is an `error`, signed
+never, and the item is tried again after `retry_seconds`. Only the candidate's own files
+failing on their own (two of them conflicting, or too large alone) are a `fail`.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from studiolo._exceptions import StudioloError
 from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes, digest_json
+from studiolo.core.enums import VerdictIsolation
+from studiolo.core.paths import file_dir_conflicts
 from studiolo.keys import sign
 from studiolo.verifier.checkers import Checker, CheckerConfigError, CheckOutcome, registry
 from studiolo.verifier.isolation import Isolation
@@ -54,6 +62,10 @@ class _Skip(Exception):
     """Nothing to sign: the declared inputs cannot be reproduced or this verifier cannot run the kind."""
 
 
+class _NotAVerdict(Exception):
+    """Nothing to sign now: the tree cannot be built because of the project's state."""
+
+
 class Runner:
     def __init__(
         self,
@@ -67,6 +79,7 @@ class Runner:
         unsafe_no_isolation: bool = False,
         clock: Callable[[], float] = time.time,
         echo: Callable[[str], None] = lambda _line: None,
+        retry_seconds: float = 60.0,
     ) -> None:
         self.port = port
         self.key = key
@@ -76,15 +89,23 @@ class Runner:
         # cannot isolate raises IsolationUnavailable here, before any work is taken.
         self.isolation = None if unsafe_no_isolation else isolation or Isolation.probe(self.limits.run_as)
         self.workdir = workdir
+        # trees left by a verifier killed mid-check (none younger than one check may last)
+        Workspace.remove_stale(workdir, older_than=self.limits.timeout + 60)
         self.clock = clock
         self.echo = echo
         self._passed_over: set[tuple[str, str]] = set()  # (candidate, criterion) skipped for good
+        self.retry_seconds = retry_seconds
+        self._retry_at: dict[tuple[str, str], float] = {}  # (candidate, criterion) → when to retry
 
     # the loop ----------------------------------------------------------------
     def run_once(self, limit: int = 100) -> list[ItemReport]:
         """Process the current queue once. Errors reaching the service propagate."""
-        items = [i for i in self.port.work(limit) if (i.candidate_id, i.criterion) not in self._passed_over]
+        now = self.clock()
+        items = [i for i in self.port.work(limit) if self._due((i.candidate_id, i.criterion), now)]
         return [self._report(self.verify(item)) for item in items]
+
+    def _due(self, key: tuple[str, str], now: float) -> bool:
+        return key not in self._passed_over and self._retry_at.get(key, now) <= now
 
     def run_forever(self, poll_seconds: float = 5.0, stop: threading.Event | None = None) -> None:
         """Poll until `stop` is set; a failed poll is reported and retried, never fatal."""
@@ -107,6 +128,7 @@ class Runner:
     # one item ----------------------------------------------------------------
     def verify(self, item: VerificationItem) -> ItemReport:
         start = time.monotonic()
+        self._retry_at.pop((item.candidate_id, item.criterion), None)  # due now: tried again
 
         def report(status: str, summary: str, rid: str | None = None) -> ItemReport:
             secs = time.monotonic() - start
@@ -116,12 +138,19 @@ class Runner:
             checker = self._checker(item)
             spec = self._tree(item)
             outcome, log = self._check(item, checker, spec)
-            rid = self._post(item, outcome, log)
+            rid = self._post(item, outcome, log, checker)
         except _Skip as exc:
             return report("skipped", str(exc))
+        except _NotAVerdict as exc:
+            self._retry_at[(item.candidate_id, item.criterion)] = self.clock() + self.retry_seconds
+            return report(
+                "error", f"not a verdict on the candidate, retrying in {self.retry_seconds:g}s: {exc}"
+            )
         except (StudioloError, IntegrityError, OSError) as exc:
             reason = f" [{exc.reason}]" if isinstance(exc, StudioloError) else ""
             return report("error", f"{type(exc).__name__}{reason}: {exc}")
+        except Exception as exc:  # a checker kind's own bug: no receipt, and never the loop's end
+            return report("error", f"the checker kind failed: {type(exc).__name__}: {str(exc)[:500]}")
         return report("pass" if outcome.passed else "fail", outcome.summary, rid)
 
     def _checker(self, item: VerificationItem) -> Checker:
@@ -149,12 +178,18 @@ class Runner:
     def _check(
         self, item: VerificationItem, checker: Checker, spec: CandidateTree
     ) -> tuple[CheckOutcome, bytes]:
-        with Workspace(self.workdir) as ws:
+        own = _own_conflicts(spec)
+        if own:
+            return _unbuildable(item, spec, f"{own[0][0]} is both a file and a directory")
+        with Workspace(self.workdir, self._group()) as ws:
             try:
                 materialize(spec, self.port.blob, ws.tree, self.limits.tree_bytes)
-            except (TreeConflict, TreeTooLarge) as exc:
-                outcome = CheckOutcome(False, f"{exc}\n".encode(), f"the tree cannot be built: {exc}")
-                return outcome, _log(item, spec, None, outcome)
+            except TreeTooLarge as exc:
+                if not exc.own:
+                    raise _NotAVerdict(f"the tree cannot be built: {exc}") from exc
+                return _unbuildable(item, spec, str(exc))
+            except TreeConflict as exc:  # the project's files, or the candidate's over them
+                raise _NotAVerdict(f"the tree cannot be built: {exc}") from exc
             sealed = ws.seal()
             outcome = self._run_checker(checker, item, ws)
             problems = ws.violations()
@@ -163,6 +198,11 @@ class Runner:
                 outcome = CheckOutcome(False, outcome.log + f"\n[{note}]\n".encode(), note)
             return outcome, _log(item, spec, sealed, outcome)
 
+    def _group(self) -> int | None:
+        """The group that may reach an unisolated check's tree (`--run-as`), else None."""
+        run_as = self.limits.run_as
+        return run_as[1] if self.isolation is None and run_as is not None else None
+
     def _run_checker(self, checker: Checker, item: VerificationItem, ws: Workspace) -> CheckOutcome:
         sandbox = Sandbox(ws, self.limits, isolation=self.isolation)
         try:
@@ -170,7 +210,12 @@ class Runner:
         except CheckerConfigError as exc:
             return CheckOutcome(False, f"checker misconfigured: {exc}\n".encode(), f"misconfigured: {exc}")
 
-    def _post(self, item: VerificationItem, outcome: CheckOutcome, log: bytes) -> str:
+    def _isolation_of(self, checker: Checker) -> VerdictIsolation:
+        """What the kind declares; without isolation nothing keeps the candidate's processes
+        away from the verdict (they may outlive a stage and share the uid): `shared`."""
+        return checker.verdict_isolation if self.isolation is not None else VerdictIsolation.SHARED
+
+    def _post(self, item: VerificationItem, outcome: CheckOutcome, log: bytes, checker: Checker) -> str:
         log_digest = self.port.put_blob(log)
         if log_digest != digest_bytes(log):
             raise IntegrityError("the service stored the log under another digest")
@@ -186,8 +231,20 @@ class Runner:
             "issued_at": int(self.clock() * 1000),
             "issuer": item.issuer,
             "log_digest": log_digest,
+            "verdict_isolation": self._isolation_of(checker).value,
         }
         return self.port.post_receipt(item.candidate_id, body, sign(self.key, body))
+
+
+def _own_conflicts(spec: CandidateTree) -> list[tuple[str, str]]:
+    """What the candidate's files alone make both a file and a directory."""
+    return file_dir_conflicts(e.path for e in spec.entries if e.source == "candidate")
+
+
+def _unbuildable(item: VerificationItem, spec: CandidateTree, why: str) -> tuple[CheckOutcome, bytes]:
+    """A fail: the candidate's own files cannot form a tree (a verdict on its bytes)."""
+    outcome = CheckOutcome(False, f"{why}\n".encode(), f"the tree cannot be built: {why}")
+    return outcome, _log(item, spec, None, outcome)
 
 
 def _check_digests(item: VerificationItem) -> None:

@@ -1,9 +1,9 @@
 """Run a checker's process: fresh workspace, isolation, timeout, per-check resource limits.
 
-A `Workspace` is a new temporary directory holding `tree/` (the candidate, sealed
-read-only), `scratch/`, `inputs/` (files the runner writes for the checker, such as a
-pytest.ini), `reports/` (files the checker writes for the runner, such as a JUnit report)
-and `output.log`. `Sandbox.run` starts one process of a check:
+A `Workspace` (`workspace.py`) is a new private temporary directory holding `tree/` (the
+candidate, sealed read-only), `scratch/`, `inputs/` (files the runner writes for the
+checker, such as a pytest.ini), `reports/` (files the checker writes for the runner, such
+as the outputs archive) and `output.log`. `Sandbox.run` starts one process of a check:
 
 - isolated (the default; see `isolation.py`): in bubblewrap's namespaces, seeing only the
   toolchain, the tree, the inputs and reports, and a size-limited tmpfs as `scratch`, as
@@ -22,18 +22,18 @@ import contextlib
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from studiolo.verifier.cgroups import CheckCgroup
+from studiolo.verifier.channel import Channel
 from studiolo.verifier.isolation import Isolation, View
-from studiolo.verifier.tree import remove_tree, tree_digest
+from studiolo.verifier.workspace import Workspace
 
 __all__ = ["Limits", "ProcessResult", "Sandbox", "Workspace"]
 
@@ -80,54 +80,6 @@ class ProcessResult:
         return "; ".join([text, *hit])
 
 
-class Workspace:
-    """A fresh temporary directory for one check; removed on exit, whatever the checker did."""
-
-    _EXPECTED = frozenset({"tree", "scratch", "inputs", "reports", "output.log"})
-
-    def __init__(self, parent: Path | None = None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="studiolo-verify-", dir=parent))
-        self.tree = self.root / "tree"
-        self.scratch = self.root / "scratch"
-        self.inputs = self.root / "inputs"
-        self.reports = self.root / "reports"
-        self.output = self.root / "output.log"
-        self.tree.mkdir()
-        self.scratch.mkdir(mode=0o700)
-        self.inputs.mkdir(mode=0o755)
-        self.reports.mkdir(mode=0o755)
-        self.output.touch(mode=0o600)
-        self._sealed_digest: str | None = None
-
-    def seal(self) -> str:
-        """Make the tree and the workspace root read-only; remember the tree's digest."""
-        for dirpath, _dirnames, filenames in os.walk(self.tree, topdown=False):
-            for name in filenames:
-                os.chmod(os.path.join(dirpath, name), 0o444)
-            os.chmod(dirpath, 0o555)
-        os.chmod(self.root, 0o555)
-        self._sealed_digest = tree_digest(self.tree)
-        return self._sealed_digest
-
-    def violations(self) -> list[str]:
-        """What the checker changed outside its scratch directory (empty: nothing)."""
-        found = []
-        if self._sealed_digest is not None and tree_digest(self.tree) != self._sealed_digest:
-            found.append("the candidate tree changed (files written, removed or altered)")
-        extra = sorted({p.name for p in self.root.iterdir()} - self._EXPECTED)
-        if extra:
-            found.append(f"new entries next to the tree: {extra[:10]}")
-        return found
-
-    def __enter__(self) -> Workspace:
-        return self
-
-    def __exit__(
-        self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
-    ) -> None:
-        remove_tree(self.root)
-
-
 class Sandbox:
     """Runs commands for one check inside a `Workspace`, under `Limits`.
 
@@ -148,6 +100,20 @@ class Sandbox:
     def scratch(self) -> Path:
         return self.workspace.scratch
 
+    @contextlib.contextmanager
+    def separate(self, files: Mapping[str, bytes]) -> Iterator[Sandbox]:
+        """A second sandbox for this check, with a fresh workspace whose tree holds only
+        `files` (relative paths): no candidate bytes, and (isolated) none of the candidate's
+        processes, which died with the first sandbox's PID namespace. Where a verdict the
+        candidate cannot touch is computed (kind `outputs`)."""
+        with Workspace(self.workspace.root.parent, self.workspace.group) as ws:
+            for rel, data in sorted(files.items()):
+                target = ws.tree / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            ws.seal()
+            yield Sandbox(ws, self.limits, isolation=self.isolation)
+
     def input_file(self, name: str, data: bytes) -> Path:
         """A file the checker may read but not change (the path is the same inside)."""
         path = self.workspace.inputs / name
@@ -163,6 +129,20 @@ class Sandbox:
         if owner is not None and owner != (os.geteuid(), os.getegid()):
             os.chown(path, *owner)
         return path
+
+    def read_report(self, name: str, limit: int) -> bytes | None:
+        """What the check wrote to `report_file(name)`: None unless it is still a regular
+        file (not a link the check put in its place) of at most `limit` bytes."""
+        try:
+            fd = os.open(self.workspace.reports / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+                return None
+            data = f.read(limit + 1)
+        return data if len(data) <= limit else None
 
     def _uid(self) -> tuple[int, int] | None:
         if self.isolation is not None and self.isolation.uid is not None:
@@ -208,12 +188,16 @@ class Sandbox:
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         network: bool = False,
+        channel: Channel | None = None,
     ) -> ProcessResult:
-        """Run `argv` with cwd = the read-only tree; kill everything it started when done."""
+        """Run `argv` with cwd = the read-only tree; kill everything it started when done.
+        With a `channel`, the first process inherits its write end (`$STUDIOLO_CHANNEL_FD`)."""
         wall = self.limits.effective_timeout(timeout)
         group = self._cgroup()
+        if channel is not None:
+            env = {**(env or {}), Channel.ENV: str(channel.write_fd)}
         try:
-            return self._run(argv, wall, env, network, group)
+            return self._run(argv, wall, env, network, group, channel)
         finally:
             if group is not None:
                 group.remove()
@@ -223,14 +207,14 @@ class Sandbox:
             return None
         return self.isolation.cgroups.create(self.limits.memory_bytes, self.limits.processes)
 
-    def _command(self, argv: Sequence[str], network: bool) -> list[str]:
+    def _command(self, argv: Sequence[str], network: bool, seccomp_fd: int | None) -> list[str]:
         if self.isolation is None:
             if self.limits.run_as is not None:
                 os.chown(self.scratch, *self.limits.run_as)
             return list(argv)
         ws = self.workspace
         view = View(ws.tree, ws.scratch, ws.inputs, ws.reports, self.limits.scratch_bytes, network)
-        return self.isolation.wrap(argv, view)
+        return self.isolation.wrap(argv, view, seccomp_fd=seccomp_fd)
 
     def _run(
         self,
@@ -239,21 +223,31 @@ class Sandbox:
         env: Mapping[str, str] | None,
         network: bool,
         group: CheckCgroup | None,
+        channel: Channel | None,
     ) -> ProcessResult:
-        command = self._command(argv, network)
+        fd = self.isolation.filter_fd() if self.isolation is not None else None
+        command = self._command(argv, network, fd)
+        fds = tuple(f for f in (fd, channel.write_fd if channel else None) if f is not None)
         start = time.monotonic()
         with open(self.workspace.output, "wb") as out:
-            proc = subprocess.Popen(
-                command,
-                cwd=self.tree,
-                env=self.env(env),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_child_setup(self.limits, wall, group, self.isolation is None),
-                close_fds=True,
-            )
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    cwd=self.tree,
+                    env=self.env(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_child_setup(self.limits, wall, group, self.isolation is None),
+                    close_fds=True,
+                    pass_fds=fds,
+                )
+            finally:
+                if fd is not None:
+                    os.close(fd)
+                if channel is not None:
+                    channel.started()
             timed_out = False
             try:
                 code: int | None = proc.wait(timeout=wall)

@@ -39,7 +39,12 @@ class IntegrityError(Exception):
 
 
 class TreeTooLarge(Exception):
-    """The tree's files add up to more bytes than the verifier materializes."""
+    """The tree's files add up to more bytes than the verifier materializes. `own`: the
+    candidate's files alone do (else the project's files take the room)."""
+
+    def __init__(self, detail: str, *, own: bool) -> None:
+        super().__init__(detail)
+        self.own = own
 
 
 def materialize(
@@ -76,7 +81,8 @@ def _write(target: Path, data: bytes, same: Path | None) -> None:
 def _fetch_all(spec: CandidateTree, fetch: Callable[[str], bytes], max_bytes: int | None) -> dict[str, bytes]:
     blobs: dict[str, bytes] = {}
     total = 0
-    for entry in spec.entries:
+    # The candidate's files first: if they alone exceed the cap, that is theirs to answer for.
+    for entry in sorted(spec.entries, key=lambda e: e.source != "candidate"):
         _safe(entry.path)
         if entry.digest not in blobs:
             data = fetch(entry.digest)
@@ -85,9 +91,10 @@ def _fetch_all(spec: CandidateTree, fetch: Callable[[str], bytes], max_bytes: in
             blobs[entry.digest] = data
         total += len(blobs[entry.digest])
         if max_bytes is not None and total > max_bytes:
-            raise TreeTooLarge(
-                f"the tree's files add up to more than {max_bytes} bytes ({len(spec.entries)} files)"
-            )
+            own = entry.source == "candidate"
+            whose = "the candidate's files" if own else "the tree's files"
+            detail = f"{whose} add up to more than {max_bytes} bytes ({len(spec.entries)} files)"
+            raise TreeTooLarge(detail, own=own)
     return blobs
 
 

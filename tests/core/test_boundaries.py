@@ -32,6 +32,7 @@ PURE_STDLIB = frozenset(
         "fnmatch",
         "functools",
         "hashlib",
+        "ipaddress",  # parsing addresses (remote origins), no I/O
         "itertools",
         "json",
         "math",
@@ -41,6 +42,7 @@ PURE_STDLIB = frozenset(
         "types",
         "typing",
         "unicodedata",
+        "urllib.parse",  # splitting URLs, no I/O
     }
 )
 CORE = PURE_STDLIB | {"rfc8785", "studiolo.core", "studiolo._exceptions"}

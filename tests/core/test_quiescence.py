@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 from hypothesis import given, settings
@@ -96,7 +96,7 @@ def test_quiesced_exactly_when_everything_is_there_by_the_bound(
     remote = Remote(terminal, manifest, arrivals)
     out = remote.run()
     ready_at = max([terminal, manifest, *arrivals])
-    assert out.elapsed <= POLICY.bound
+    assert out.elapsed <= POLICY.bound + POLICY.confirm_interval  # the confirming read may follow it
     if ready_at <= POLICY.bound:
         assert out.kind is OutcomeKind.QUIESCED
         # Never before the last artifact was there; every payload is the signed bytes.
@@ -140,9 +140,27 @@ def test_failed_or_canceled_with_artifacts_in_flight_still_waits(terminal: int, 
         assert out.kind is OutcomeKind.INDETERMINATE
 
 
-def test_failed_without_a_manifest_quiesces_with_nothing() -> None:
-    remote = Remote(0, NEVER, [], state=TaskState.FAILED)
+@pytest.mark.parametrize("state", [TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED])
+def test_every_terminal_state_waits_for_its_manifest_by_default(state: TaskState) -> None:
+    """The cost of the rule: a remote that ends without ever signing a manifest is
+    indeterminate at the bound (an operator decides), not trusted."""
+    remote = Remote(0, NEVER, [], state=state)
     out = remote.run()
+    assert out.kind is OutcomeKind.INDETERMINATE and out.reason == "no_manifest"
+    assert remote.now == POLICY.bound
+
+
+@pytest.mark.parametrize("state", [TaskState.FAILED, TaskState.CANCELED])
+def test_a_manifest_lagging_a_failed_or_canceled_state_is_waited_for(state: TaskState) -> None:
+    remote = Remote(0, 30, [0, 35], state=state)
+    out = remote.run()
+    assert out.kind is OutcomeKind.QUIESCED and out.view is not None and out.view.state is state
+    assert remote.now >= 35 and out.payloads == {f"a{i}": d for i, d in enumerate(remote.payloads)}
+
+
+def test_a_policy_may_trust_a_failed_state_without_a_manifest() -> None:
+    policy = replace(POLICY, manifest_required=frozenset({TaskState.COMPLETED}))
+    out = Remote(0, NEVER, [], state=TaskState.FAILED).run(policy)
     assert out.kind is OutcomeKind.QUIESCED and out.payloads == {}
 
 
@@ -241,7 +259,9 @@ def test_readiness_of_reads() -> None:
     a = _artifact(0, b"x")
     assert assess(TaskView("t", TaskState.WORKING, (a,), "d", "t"), POLICY) is Readiness.NOT_TERMINAL
     assert assess(TaskView("t", TaskState.COMPLETED), POLICY) is Readiness.NO_MANIFEST
-    assert assess(TaskView("t", TaskState.REJECTED), POLICY) is Readiness.READY
+    assert assess(TaskView("t", TaskState.REJECTED), POLICY) is Readiness.NO_MANIFEST
+    completed_only = replace(POLICY, manifest_required=frozenset({TaskState.COMPLETED}))
+    assert assess(TaskView("t", TaskState.REJECTED), completed_only) is Readiness.READY
     unsigned = TaskView("t", TaskState.COMPLETED, (a,), "d", "t", unsigned=("extra",))
     assert assess(unsigned, POLICY) is Readiness.UNSIGNED_ARTIFACTS
 
@@ -294,8 +314,102 @@ def test_backoff_is_monotone_and_capped(n: int) -> None:
     assert backoff_delay(POLICY, n) <= backoff_delay(POLICY, n + 1)
 
 
+@dataclass
+class Growing:
+    """One declared artifact whose bytes arrive `step` bytes per virtual second (a chunked
+    inline artifact, or a file served before it is complete), ending as `final`."""
+
+    signed: bytes
+    final: bytes
+    step: int
+    now: float = 0.0
+    read_times: list[float] = field(default_factory=list)
+
+    def read_view(self) -> TaskView:
+        self.read_times.append(self.now)
+        a = _artifact(0, self.signed)
+        return TaskView("t", TaskState.COMPLETED, (a,), "d", "t")
+
+    def fetch(self, a: SignedArtifact) -> bytes | None:
+        return self.final[: int(self.now) * self.step]
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def run(self, policy: QuiescencePolicy = POLICY) -> Outcome:
+        return verify_and_quiesce(
+            self.read_view, self.fetch, lambda v: True, lambda: self.now, self.sleep, policy
+        )
+
+
+def test_bytes_still_arriving_are_waited_for_not_called_tampering() -> None:
+    data = bytes(range(256)) * 4
+    remote = Growing(data, data, step=40)  # 1,024 bytes: all there after 26 s
+    out = remote.run()
+    assert out.kind is OutcomeKind.QUIESCED and out.payloads == {"a0": data}
+    assert remote.now >= 26
+
+
+def test_bytes_short_at_the_bound_are_missing_not_an_integrity_failure() -> None:
+    data = b"x" * 1000
+    out = Growing(data, data, step=1).run()
+    assert out.kind is OutcomeKind.INDETERMINATE and out.reason == "missing_artifacts"
+    assert out.missing == ("a0",)
+
+
+def test_the_declared_bytes_that_differ_are_tampering() -> None:
+    data = b"x" * 100
+    with pytest.raises(ArtifactIntegrityError) as err:
+        Growing(data, b"y" * 100, step=30).run()
+    assert err.value.code == "hash_mismatch" and err.value.actual_size == 100
+
+
+def test_more_bytes_than_signed_are_tampering() -> None:
+    data = b"x" * 100
+    with pytest.raises(ArtifactIntegrityError) as err:
+        Growing(data, data + b"!", step=101).run()
+    assert err.value.code == "size_mismatch" and err.value.actual_size == 101
+
+
+@pytest.mark.parametrize("interval", [0.0, 0.5, 2.0, 7.0])
+def test_the_confirming_read_comes_at_least_the_interval_after_the_first(interval: float) -> None:
+    data = b"ready"
+    remote = Growing(data, data, step=100)
+    remote.now = 3.0
+    out = remote.run(replace(POLICY, confirm_interval=interval))
+    assert out.kind is OutcomeKind.QUIESCED
+    first, second = remote.read_times[-2:]
+    assert second - first == pytest.approx(interval) and out.elapsed == pytest.approx(interval)
+
+
+def test_a_change_within_the_confirming_interval_is_caught() -> None:
+    """A manifest replaced 1.5 s after a stable-looking read: 80 ms between the two reads would
+    have quiesced the old one; a 2 s interval sees the new one and goes round again."""
+    old, new = _artifact(0, b"old"), _artifact(0, b"new")
+    now = [0.0]
+
+    def read() -> TaskView:
+        if now[0] < 1.5:
+            return TaskView("t", TaskState.COMPLETED, (old,), "d1", "t")
+        return TaskView("t", TaskState.COMPLETED, (new,), "d2", "t")
+
+    data = {old.sha256: b"old", new.sha256: b"new"}
+
+    def quiesce(interval: float) -> Outcome:
+        now[0] = 0.0
+        policy = replace(POLICY, confirm_interval=interval)
+        return verify_and_quiesce(
+            read, lambda a: data[a.sha256], lambda v: True, lambda: now[0], _adder(now), policy
+        )
+
+    assert quiesce(0.08).payloads == {"a0": b"old"}
+    assert quiesce(2.0).payloads == {"a0": b"new"}
+
+
 def test_policy_refuses_nonsense() -> None:
     with pytest.raises(ValueError):
         QuiescencePolicy(max_rounds=0)
+    with pytest.raises(ValueError):
+        QuiescencePolicy(confirm_interval=-1)
     with pytest.raises(ValueError):
         QuiescencePolicy(factor=0.5)

@@ -188,8 +188,11 @@ def test_a_rejection_exits_1_with_every_failed_predicate(actors: Actors, world: 
         "evidence_failed",
         ["evidence_failed"],
     )
+    (detail,) = problem["details"]
+    assert detail["reason"] == "evidence_failed" and detail["items"][0]["issuer_name"] == "ci"
     human = cli(actors, "agent", "complete", task.id, "--candidate", cand.id, "--request-id", "x", code=1)
     assert "evidence_failed" in human.stderr
+    assert "evidence_failed: Criterion tests failed: receipt rcp_" in human.stderr  # the detail, in words
 
 
 def test_complete_sends_the_contract_the_attempt_was_claimed_under(actors: Actors, world: World) -> None:

@@ -13,7 +13,7 @@ from studiolo.settings import Settings
 from tests.faces.helpers import Actors, complete, in_process, new_task, submit, verify
 from tests.world import World
 
-PROBLEM_KEYS = {"type", "title", "status", "detail", "reason", "failed"}
+PROBLEM_KEYS = {"type", "title", "status", "detail", "reason", "failed", "details"}
 
 
 def raw(actors: Actors, token: str | None = None) -> httpx.Client:
@@ -107,9 +107,15 @@ def test_revoked_grant_gets_the_structured_rejection(actors: Actors, world: Worl
         r = http.post(f"/v1/tasks/{task.id}/complete", json=body)
     problem = assert_problem(r, 409, "not_authorized")
     assert problem["failed"] == ["not_authorized"] and problem["title"] == "Completion rejected"
+    # what changed: the grant that was revoked, by whom (docs/reasons.md)
+    (detail,) = problem["details"]
+    (revoked,) = [i for i in detail["items"] if i["kind"] == "revoked_grant"]
+    assert revoked["grant_id"] == world.grants["agent"] and revoked["change"]["by"] == world.admin.id
+    assert f"Grant {world.grants['agent']} was revoked by" in detail["text"]
     with pytest.raises(CompletionRejected) as info:
         complete(agent, task, attempt, cand, [receipt.id], request_id="r2")
     assert info.value.failed == ("not_authorized",) and info.value.status == 409
+    assert info.value.details == (detail,)  # the client's exception carries them as sent
 
 
 # the problem shape for framework errors ---------------------------------------------------

@@ -36,6 +36,11 @@ def test_orgs_review_queue_and_decisions_over_http_and_cli(actors: Actors, tmp_p
         _cli(actors, tmp_path, "remote-org", "add", "acme", "--key", f"k1={KEY.public}", "--json")
     )
     assert out["checker"] == "a2a-acme@1" and out["keys"] == {"k1": KEY.public} and "attest_key" not in out
+    assert out["origins"] == []
+    origins = ["--origin", "https://Agent.Acme.example", "--origin", "http://10.0.0.5:9000"]
+    moved = json.loads(_cli(actors, tmp_path, "remote-org", "origins", "acme", *origins, "--json"))
+    assert moved["origins"] == ["https://agent.acme.example:443", "http://10.0.0.5:9000"]
+    _cli(actors, tmp_path, "remote-org", "origins", "acme", "--origin", "https://a.example/path", code=2)
     admin = actors.client("admin")
     assert [o.name for o in admin.remote_orgs()] == ["acme"]
     tasks = [w.new_task(f"t{i}", criteria={"ok": "a2a-acme@1"}, scope=["remote/**"]) for i in range(2)]
@@ -71,6 +76,10 @@ def test_the_delegate_route_checks_the_caller_before_fetching(actors: Actors) ->
         actors.client("admin").delegate(task.id, "nobody", "http://127.0.0.1:9/unreachable")
     with pytest.raises(InvalidRequest):  # not an http(s) URL: the request model refuses it
         actors.client("admin").delegate(task.id, "acme", "file:///etc/passwd")
+    with pytest.raises(InvalidRequest) as err:  # loopback, not named by acme: nothing is sent
+        actors.client("admin").delegate(task.id, "acme", "http://127.0.0.1:9")
+    assert "names no origins" in err.value.detail
+    actors.client("admin").set_remote_origins("acme", ["http://127.0.0.1:9"])  # named explicitly
     with pytest.raises(InvalidRequest) as err:  # nothing listens on port 9: no card, no delegation
         actors.client("admin").delegate(task.id, "acme", "http://127.0.0.1:9")
     assert "agent card" in err.value.detail

@@ -253,7 +253,17 @@ def test_scope_at_submission(world: World) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [".git/config", ".GIT/config", "src/.Git/config", "src/.git", "docs/.git./hooks/x"]
+    "path",
+    [
+        ".git/config",
+        ".GIT/config",
+        "src/.Git/config",
+        "src/.git",
+        "docs/.git./hooks/x",
+        "GIT~1/config",  # issue 32, finding 9: the NTFS spellings every client refuses
+        ".git::$INDEX_ALLOCATION/config",
+        "src/.g\u200dit/config",
+    ],
 )
 def test_git_segments(world: World, path: str) -> None:
     """Finding: an editor wrote the artifact `.git/config`; checkouts then ran its fsmonitor."""

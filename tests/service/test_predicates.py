@@ -126,6 +126,14 @@ def _stale_target(w: World, r: Ready) -> dict[str, object]:
     return {}
 
 
+def _file_where_a_directory_goes(w: World, r: Ready) -> dict[str, object]:
+    files = {"src/answer.txt": b"42\n", "src/out/report.txt": b"ok\n"}
+    cand = w.candidate(r.attempt, files, deps={"src/input.txt": 1})
+    w.edit("src/out", b"a file, after the candidate\n")
+    r.cand, r.evidence = cand, [w.receipt(cand).id]
+    return {}
+
+
 def _forged_receipt(w: World, r: Ready) -> dict[str, object]:
     r.evidence.append("rcp_forged0000000000000")
     return {}
@@ -134,6 +142,13 @@ def _forged_receipt(w: World, r: Ready) -> dict[str, object]:
 def _receipt_for_other_bytes(w: World, r: Ready) -> dict[str, object]:
     other = w.candidate(r.attempt, {"src/answer.txt": b"41\n"}, deps={"src/input.txt": 1})
     r.evidence.append(w.receipt(other).id)
+    return {}
+
+
+def _shared_verdict(w: World, r: Ready) -> dict[str, object]:
+    """A contract that requires a separate verdict; beside a separate pass, a shared one is cited."""
+    r.task = w.coord.migrate_task(w.admin, r.task.id, separate_verdict=["tests"])
+    r.evidence = [w.receipt(r.cand, verdict_isolation="separate").id, w.receipt(r.cand).id]
     return {}
 
 
@@ -160,8 +175,10 @@ CASES: list[tuple[str, Callable[[World, Ready], dict[str, object]], Reason]] = [
     ("contract hash differs", _wrong_contract, Reason.CONTRACT_MISMATCH),
     ("declared input edited", _stale_dependency, Reason.DEPENDENCY_STALE),
     ("target edited", _stale_target, Reason.TARGET_BASE_STALE),
+    ("a file where the candidate needs a directory", _file_where_a_directory_goes, Reason.PATH_CONFLICT),
     ("forged receipt id", _forged_receipt, Reason.EVIDENCE_UNTRUSTED),
     ("receipt for other bytes", _receipt_for_other_bytes, Reason.EVIDENCE_NOT_BOUND),
+    ("shared verdict where a separate one is required", _shared_verdict, Reason.EVIDENCE_NOT_SEPARATE),
     ("no receipt", _no_receipt, Reason.EVIDENCE_MISSING),
     ("failing receipt", _failing_receipt, Reason.EVIDENCE_FAILED),
 ]

@@ -67,8 +67,8 @@ def test_a_backup_restores_every_row_into_either_back_end(
     assert info.rows["completions"] == 1 and info.schema == migrations.head()
 
     target = Store(target_url)
-    done = restore(target, file)
-    assert done.rows == info.rows and done.previous_incarnation == ""
+    done = restore(target, file, previous=world.coord.store)  # a move: the source vouches for all
+    assert done.rows == info.rows and done.previous_incarnation == "" and done.held == ()
     before, after = _rows(world.coord.store), _rows(target)
     for name in before:
         if name not in _CHANGED_BY_RESTORE:

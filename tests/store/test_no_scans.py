@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
+from studiolo import CompletionRejected
+from studiolo.client import Client
 from studiolo.store import schema
 from tests.faces.helpers import complete, in_process, new_task, submit, verify
 from tests.world import World, build_world
@@ -97,8 +99,27 @@ def _traffic(world: World) -> None:
             agent.events(after=3)
             extra = admin.grant(world.human.id, ["read"], ["docs/**"])
             admin.revoke_grant(extra.id)
+        _refusals(world, admin, agent, human, (task, attempt, cand))
         admin.rotate_token(world.agent2.id)  # revokes the principal's earlier tokens
         admin.revoke_tokens(world.agent2.id)
+
+
+def _refusals(world: World, admin: Client, agent: Client, human: Client, done: tuple[Any, Any, Any]) -> None:
+    """Refused completions: what their details read (docs/reasons.md) must find its rows too."""
+    with pytest.raises(CompletionRejected):  # task_not_active: the completion that ended it
+        complete(agent, done[0], done[1], done[2], [], request_id="after-the-fact")
+    task = new_task(admin, "refused")
+    attempt = agent.claim(task.id)
+    cand = submit(agent, attempt, {"src/refused.txt": b"1\n"}, ("src/input.txt",))
+    human.edit_artifact("src/input.txt", human.put_blob(b"moved\n").digest, human.revision("src/input.txt"))
+    admin.migrate(task.id, scope=["src/**", "docs/**"])
+    admin.reassign(task.id, world.agent2.id)
+    admin.revoke_grant(world.grants["agent"])
+    with pytest.raises(CompletionRejected) as refused:
+        complete(agent, task, attempt, cand, [])
+    assert {"attempt_superseded", "not_authorized", "contract_mismatch", "dependency_stale"} <= set(
+        refused.value.failed
+    )
 
 
 def _scanned_tables(plan: list[tuple[Any, ...]], statement: str) -> set[str]:

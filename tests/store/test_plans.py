@@ -87,6 +87,8 @@ def _assert_looked_up(plan: str, table: str, columns: tuple[str, ...]) -> None:
     [
         (content._DECLARED_FILES, (("path", "f", "text"),), "artifacts"),
         (content._DECLARED_DIRS, (("prefix", "d", "text"),), "collections"),
+        (content._LIVE_FILES, (("path", "f", "text"),), "artifacts"),
+        (content._EVER_DIRS, (("prefix", "d", "text"),), "collections"),
         (
             content._REVISION_DIGESTS,
             (("path", "f", "text"), ("revision", "r", "bigint")),

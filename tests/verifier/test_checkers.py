@@ -16,10 +16,10 @@ from studiolo.verifier.checkers import (
     DigestEqualsChecker,
     JsonSchemaChecker,
     PytestChecker,
-    junit_verdict,
     registry,
 )
 from studiolo.verifier.isolation import Isolation
+from studiolo.verifier.pytest_kind import session_verdict
 from studiolo.verifier.sandbox import Limits, Sandbox, Workspace
 
 SCHEMA = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}
@@ -43,8 +43,10 @@ def make_sandbox(tmp_path: Path, isolation: Isolation) -> Iterator[Any]:
         ws.__exit__(None, None, None)
 
 
-def test_registry_has_the_four_kinds() -> None:
-    assert sorted(registry()) == ["command", "digest-equals", "json-schema", "pytest"]
+def test_registry_has_the_five_kinds() -> None:
+    assert sorted(registry()) == ["command", "digest-equals", "json-schema", "outputs", "pytest"]
+    separate = sorted(k for k, c in registry().items() if c.verdict_isolation == "separate")
+    assert separate == ["digest-equals", "json-schema", "outputs"]
 
 
 def test_command_passes_on_exit_zero(make_sandbox: Any) -> None:
@@ -94,7 +96,7 @@ def test_pytest_zero_tests_fails_even_when_pytest_exits_zero(make_sandbox: Any) 
     sb = make_sandbox({"conftest.py": conftest, "test_nothing.py": b"# no tests here\n"})
     outcome = PytestChecker().run(sb.tree, {}, sb)
     assert not outcome.passed
-    assert outcome.summary == "no tests ran; but the test report shows no test run"
+    assert outcome.summary == "no tests ran; but pytest's session ended with exit status 5"
     assert b"[exit code 0]" in outcome.log
 
 
@@ -103,15 +105,30 @@ def test_pytest_os_exit_zero_at_import_fails(make_sandbox: Any) -> None:
     sb = make_sandbox({"test_evil.py": candidate})
     outcome = PytestChecker().run(sb.tree, {}, sb)
     assert not outcome.passed
-    assert "no test report was written" in outcome.summary
+    assert "the test session did not finish" in outcome.summary
     assert b"[exit code 0]" in outcome.log
+
+
+def test_pytest_offers_no_report_path_and_cross_checks_the_summary(make_sandbox: Any) -> None:
+    """Issue 32: nothing in argv names a report file; a candidate that prints a passing summary
+    and exits 0 after the real session ended is caught by the count cross-check."""
+    spy = (
+        b"import sys\n\ndef test_argv():\n    assert not any('junit' in a or 'xml' in a for a in sys.argv)\n"
+    )
+    sb = make_sandbox({"test_argv.py": spy})
+    assert PytestChecker().run(sb.tree, {}, sb).passed
+    liar = b"import atexit, os\natexit.register(lambda: (print('\\n7 passed in 0.01s'), os._exit(0)))\n"
+    tests = b"def test_fails():\n    assert False\n"
+    sb = make_sandbox({"conftest.py": liar, "test_x.py": tests})
+    outcome = PytestChecker().run(sb.tree, {}, sb)
+    assert not outcome.passed and b"[exit code 0]" in outcome.log, outcome.summary
 
 
 def test_pytest_only_skipped_tests_fail(make_sandbox: Any) -> None:
     tests = b"import pytest\n\n@pytest.mark.skip\ndef test_a():\n    pass\n"
     sb = make_sandbox({"test_skip.py": tests})
     outcome = PytestChecker().run(sb.tree, {}, sb)
-    assert not outcome.passed and outcome.summary == "1 skipped; but the test report shows no test run"
+    assert not outcome.passed and outcome.summary == "1 skipped; but the session report shows no test run"
 
 
 def test_pytest_ignores_config_above_the_tree(make_sandbox: Any, tmp_path: Path) -> None:
@@ -119,7 +136,7 @@ def test_pytest_ignores_config_above_the_tree(make_sandbox: Any, tmp_path: Path)
     sb = make_sandbox({"test_ok.py": b"def test_ok():\n    pass\n"})
     outcome = PytestChecker().run(sb.tree, {}, sb)
     assert outcome.passed and outcome.summary == "1 passed"
-    assert outcome.log.endswith(b"[junit report: ok]\n")
+    assert outcome.log.endswith(b"[session report: ok]\n")
 
 
 def test_pytest_timeout_is_a_failure(make_sandbox: Any) -> None:
@@ -184,22 +201,56 @@ def test_json_schema_config_errors(make_sandbox: Any, config: dict[str, Any]) ->
         JsonSchemaChecker().run(sb.tree, config, sb)
 
 
+def _session(*lines: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+_A_PASSED = (
+    {"test": "t.py::a", "when": "setup", "outcome": "passed"},
+    {"test": "t.py::a", "when": "call", "outcome": "passed"},
+    {"test": "t.py::a", "when": "teardown", "outcome": "passed"},
+)
+_B_SKIPPED = ({"test": "t.py::b", "when": "setup", "outcome": "skipped"},)
+_B_FAILED = (
+    {"test": "t.py::b", "when": "setup", "outcome": "passed"},
+    {"test": "t.py::b", "when": "call", "outcome": "failed"},
+)
+_DONE_2 = {"finished": 0, "collected": 2}
+
+
 @pytest.mark.parametrize(
-    ("report", "verdict"),
+    ("records", "summary", "verdict"),
     [
-        (b'<testsuites><testsuite tests="2" failures="0" errors="0" skipped="1"/></testsuites>', None),
-        (b'<testsuite tests="1" failures="0" errors="0" skipped="0"/>', None),
-        (b"", "no test report was written (pytest did not finish its session)"),
-        (b"<testsuites>", "the test report is unreadable"),
-        (b"<testsuites/>", "the test report has no test suite"),
-        (b'<testsuite tests="x"/>', "the test report's counts are not numbers"),
-        (b'<testsuite tests="3" failures="1" errors="0"/>', "the test report shows 1 failure(s), 0 error(s)"),
-        (b'<testsuite tests="3" failures="0" errors="2"/>', "the test report shows 0 failure(s), 2 error(s)"),
-        (b'<testsuite tests="0" failures="0" errors="0"/>', "the test report shows no test run"),
+        (_session({"collected": 2}, *_A_PASSED, *_B_SKIPPED, _DONE_2), "1 passed, 1 skipped", None),
+        (_session({"collected": 2}, *_A_PASSED, *_B_SKIPPED, _DONE_2), "2 passed", "pytest's summary"),
+        (_session({"collected": 2}, *_A_PASSED, *_B_SKIPPED, _DONE_2), None, "pytest printed no summary"),
+        (b"", "1 passed", "the test session did not finish"),
+        (_session({"collected": 1}, *_A_PASSED), "1 passed", "the test session did not finish"),
+        (_session({"collected": 2}, *_A_PASSED, _DONE_2), "1 passed", "2 test(s) collected but 1 reported"),
+        (
+            _session({"collected": 2}, *_A_PASSED, *_B_FAILED, {"finished": 1, "collected": 2}),
+            "1 failed",
+            "exit",
+        ),
+        (
+            _session({"collected": 2}, *_A_PASSED, *_B_FAILED, _DONE_2),
+            "1 passed",
+            "the session report shows 1 failed",
+        ),
+        (
+            _session({"collected": 1}, *_B_SKIPPED[:0], {"finished": 0, "collected": 1}),
+            "",
+            "1 test(s) collected",
+        ),
+        (_session({"collected": 0}, {"finished": 0, "collected": 0}), "no tests ran", "no test run"),
+        (b"{not json\n", "1 passed", "the session report is unreadable"),
+        (
+            _session({"collected": 1}, *_A_PASSED, {"finished": 0, "collected": 1}, *_A_PASSED),
+            "1 passed",
+            "did not",
+        ),
     ],
 )
-def test_the_junit_report_decides(tmp_path: Path, report: bytes, verdict: str | None) -> None:
-    path = tmp_path / "junit.xml"
-    path.write_bytes(report)
-    found = junit_verdict(path)
-    assert found == verdict or (verdict is not None and found is not None and found.startswith(verdict))
+def test_the_session_report_decides(records: bytes, summary: str | None, verdict: str | None) -> None:
+    found = session_verdict(records, summary)
+    assert found == verdict or (verdict is not None and found is not None and verdict in found), found

@@ -249,3 +249,51 @@ def test_verification_requests_are_events(world: World) -> None:
         (cand.id, "tests", "unit@1"),
     ]
     assert {e.data["candidate_digest"] for e in requested} == {cand.digest}
+
+
+# A tree that cannot be built because of the project's state is no verdict on the candidate
+# (issue 32, finding 3): it was a signed `fail`, and a fail receipt is never erased.
+
+
+def test_a_file_written_where_the_candidate_needs_a_directory_is_not_a_fail(
+    world: World, make_runner: MakeRunner
+) -> None:
+    task, attempt = _claim(world, "unit@1")
+    cand = world.candidate(attempt, {"src/out/report.txt": b"ok\n"})
+    world.edit("src/out", b"another writer's file\n")  # after the candidate: the door cannot refuse it
+    runner = make_runner(retry_seconds=30.0)
+    [report] = runner.run_once()
+    assert report.status == "error" and "not a verdict" in report.summary, report.summary
+    assert world.coord.receipts(world.agent, cand.id) == []
+    assert runner.run_once() == []  # not before its retry time
+    world.edit("src/out", None)
+    world.clock.advance(31)
+    [report] = runner.run_once()
+    assert report.status == "pass" and report.receipt_id, report.summary
+    world.complete(task, attempt, cand, [report.receipt_id])
+
+
+def test_a_project_tree_an_older_server_let_conflict_is_not_a_fail(
+    world: World, make_runner: MakeRunner
+) -> None:
+    digest = world.put(b"planted\n")  # `PUT src/input.txt/x` as the finding did it, before the fix
+    world.coord.store.write(
+        lambda tx: tx.content.write_artifact(world.project_id, "src/input.txt/x", digest, 0.0, "x", "edit")
+    )
+    _task, attempt = _claim(world, "unit@1")
+    cand = world.candidate(attempt, {"src/answer.txt": b"42\n"})
+    [report] = make_runner().run_once()
+    assert report.status == "error" and "both a file and a directory" in report.summary
+    assert world.coord.receipts(world.agent, cand.id) == []
+
+
+@pytest.mark.parametrize(("own", "status"), [(b"x" * 10, "error"), (b"x" * 5000, "fail")])
+def test_only_the_candidates_own_bytes_can_be_too_large_for_a_verdict(
+    world: World, make_runner: MakeRunner, own: bytes, status: str
+) -> None:
+    world.edit("docs/big.bin", b"y" * 5000)  # the project's bytes: not the candidate's doing
+    _task, attempt = _claim(world, "unit@1")
+    cand = world.candidate(attempt, {"src/answer.txt": own})
+    [report] = make_runner(limits=Limits(timeout=60.0, tree_bytes=4000)).run_once()
+    assert report.status == status, report.summary
+    assert len(world.coord.receipts(world.agent, cand.id)) == (status == "fail")

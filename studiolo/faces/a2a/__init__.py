@@ -39,6 +39,9 @@ from studiolo.service import Coordinator
 __all__ = ["mount_a2a"]
 
 INLINE_MAX = 256 * 1024  # files larger than this are URL parts served by Studiolo
+# The card changes when an intake template does: a minute of caching, then a revalidation
+# against the ETag (one 304). TCK CARD-CACHE-001 (SHOULD).
+CARD_CACHE_CONTROL = "public, max-age=60"
 _PRINCIPAL = "studiolo.principal"
 
 
@@ -67,7 +70,9 @@ def mount_a2a(
     routes += create_jsonrpc_routes(handler, "/jsonrpc", context_builder=builder)
     routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
     app.mount("/a2a", _BearerGate(Starlette(routes=routes), door))
-    app.router.routes.extend(create_agent_card_routes(static, card_modifier=current_card))
+    app.router.routes.extend(
+        create_agent_card_routes(static, card_modifier=current_card, cache_control=CARD_CACHE_CONTROL)
+    )
     logging.getLogger("a2a.server.agent_execution.active_task").addFilter(_ledger_first)
 
 

@@ -16,18 +16,28 @@ from a2a.server.cluster.task_store import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks.task_store import TaskStore
 from a2a.types.a2a_pb2 import ListTasksRequest, ListTasksResponse, Task, TaskState
-from a2a.utils.errors import UnsupportedOperationError
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
 from starlette.concurrency import run_in_threadpool
 
 from studiolo._exceptions import Conflict, NotFound
 from studiolo.core.model import Principal
-from studiolo.faces.a2a.mapping import Rendering, a2a_state, render
+from studiolo.faces.a2a.mapping import Rendering, render
 from studiolo.service import Coordinator, DelegatedView
 
 __all__ = ["LedgerTaskStore", "PrincipalUser", "Renderer", "principal_of"]
 
 _BATCH = 100  # delegations read per ledger read while listing
-_Matches = list[tuple[int, DelegatedView]]  # (position among the requester's delegations, view)
+_Tasks = list[Task]  # (the store's `list` method shadows the builtin in its class)
+
+
+def _order(task: Task) -> tuple[bool, int, str]:
+    """The listing's sort key, the SDK's: (has a timestamp, timestamp in ns, id), descending."""
+    return (True, task.status.timestamp.ToNanoseconds(), task.id)
+
+
+def _cursor(task: Task) -> ListTasksCursor:
+    return ListTasksCursor(timestamp_ns=task.status.timestamp.ToNanoseconds(), task_id=task.id)
 
 
 class PrincipalUser(User):
@@ -105,28 +115,42 @@ class LedgerTaskStore(TaskStore):
             raise ConcurrentTaskModificationError(task.id)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        """Full pages: the filters (context, state) apply before paging, and the page token is
-        the position in the requester's delegations (newest first) after the last one read."""
+        """Most recently updated first (the status timestamp, then the id), as A2A orders a
+        listing; the filters (context, state, `statusTimestampAfter`) apply before paging, so
+        every page but the last is full; the page token is the SDK's cursor (timestamp, id) of
+        the page's last task, so a later page starts strictly after it."""
         caller = principal_of(context)
         size = params.page_size or 50
-        start = int(params.page_token) if params.page_token.isdigit() else 0
-        matches = await run_in_threadpool(self._matching, caller, params)
-        page = [(i, v) for i, v in matches if i >= start][: size + 1]
-        more = str(page[size - 1][0] + 1) if len(page) > size else ""
-        tasks = [self._render(v).task for _, v in page[:size]]
-        return ListTasksResponse(tasks=tasks, next_page_token=more, page_size=size, total_size=len(matches))
+        matches = sorted(await run_in_threadpool(self._matching, caller, params), key=_order, reverse=True)
+        cursor = decode_list_tasks_cursor(params.page_token) if params.page_token else None
+        if params.page_token and cursor is None:
+            raise InvalidParamsError(message="unknown page token")
+        after = cursor.sort_key() if cursor is not None else None
+        page = [t for t in matches if after is None or _order(t) < after][: size + 1]
+        more = encode_list_tasks_cursor(_cursor(page[size - 1])) if len(page) > size else ""
+        return ListTasksResponse(
+            tasks=page[:size], next_page_token=more, page_size=size, total_size=len(matches)
+        )
 
-    def _matching(self, caller: Principal, params: ListTasksRequest) -> _Matches:
-        """Every delegation of the caller that passes the filters, with its position."""
-        out: _Matches = []
+    def _matching(self, caller: Principal, params: ListTasksRequest) -> _Tasks:
+        """Every delegation of the caller that passes the filters, rendered."""
+        since = (
+            params.status_timestamp_after.ToMicroseconds()
+            if params.HasField("status_timestamp_after")
+            else None
+        )
+        out: _Tasks = []
         offset = 0
         while batch := self._door.delegations(caller, _BATCH, offset):
-            for i, v in enumerate(batch, start=offset):
+            for v in batch:
                 if params.context_id and v.delegation.context_id != params.context_id:
                     continue
-                if params.status and a2a_state(v)[0] != params.status:
+                task = self._render(v).task
+                if params.status and task.status.state != params.status:
                     continue
-                out.append((i, v))
+                if since is not None and task.status.timestamp.ToMicroseconds() < since:
+                    continue
+                out.append(task)
             offset += len(batch)
         return out
 

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from a2a.types.a2a_pb2 import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf.json_format import ParseDict
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from studiolo.core.canonical import canonical_json
 from studiolo.core.facts import Fact
@@ -27,6 +28,7 @@ __all__ = [
     "Rendering",
     "a2a_state",
     "render",
+    "status_time",
 ]
 
 MANIFEST_EXTENSION = "https://studiolo.dev/a2a/extensions/artifact-manifest/v1"
@@ -75,7 +77,7 @@ def render(v: DelegatedView, key: ServiceKey, base_url: str, inline_max: int) ->
     """The A2A `Task` for a delegation: a pure function of one ledger read."""
     d = v.delegation
     state, text = a2a_state(v)
-    status = TaskStatus(state=state, message=_status_message(v, text))
+    status = TaskStatus(state=state, message=_status_message(v, text), timestamp=status_time(v))
     history = [ParseDict(dict(d.message), Message(), ignore_unknown_fields=True)]
     artifacts: tuple[Artifact, ...] = ()
     if state == TaskState.TASK_STATE_COMPLETED:
@@ -84,11 +86,18 @@ def render(v: DelegatedView, key: ServiceKey, base_url: str, inline_max: int) ->
     return Rendering(task, artifacts, state, text)
 
 
+def status_time(v: DelegatedView) -> Timestamp:
+    """`TaskStatus.timestamp`: when the ledger last changed what the status says (microseconds)."""
+    stamp = Timestamp()
+    stamp.FromMicroseconds(round(v.updated_at * 1_000_000))
+    return stamp
+
+
 def _status_message(v: DelegatedView, text: str) -> Message:
     d = v.delegation
-    meta: dict[str, Any] = {"studiolo_fact": text}
+    meta: dict[str, Any] = {"studioloFact": text}  # A2A JSON is camelCase (TCK DM-SERIAL-001)
     if v.view is not None:
-        meta |= {"studiolo_task_id": v.view.task.id, "contract_hash": v.view.task.contract_hash}
+        meta |= {"studioloTaskId": v.view.task.id, "contractHash": v.view.task.contract_hash}
     msg = Message(message_id=f"{d.id}:status", role=Role.ROLE_AGENT, task_id=d.id, context_id=d.context_id)
     msg.parts.append(Part(text=text))
     msg.metadata.update(meta)

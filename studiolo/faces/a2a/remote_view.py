@@ -3,7 +3,7 @@ its state, its signed artifact manifest (the extension `MANIFEST_EXTENSION`), th
 it carries, and the manifest signature checked against the keys pinned at delegation.
 
 Everything the remote sends is hostile input: the manifest is parsed strictly, its entries'
-names never become paths, its URLs are only fetched from the agent's own origin.
+names never become paths, its URLs are only fetched from the organisation's origins.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from a2a.types.a2a_pb2 import Artifact, Part, Task
+from a2a.types.a2a_pb2 import Artifact, Task
 from a2a.types.a2a_pb2 import TaskState as WireState
 
 from studiolo.core.canonical import canonical_json
@@ -23,7 +22,7 @@ from studiolo.core.quiescence import ArtifactIntegrityError, Channel, SignedArti
 from studiolo.faces.a2a.jws import verify_detached
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION, MANIFEST_ID
 
-__all__ = ["RemoteRead", "manifest_kid", "read_task", "same_origin"]
+__all__ = ["RemoteRead", "manifest_kid", "read_task"]
 
 MANIFEST_TYPE = "studiolo.a2a.artifact-manifest/v1"
 _CHANNELS = {"inline": Channel.INLINE, "url": Channel.URL, "detached": Channel.DETACHED}
@@ -74,14 +73,6 @@ def manifest_kid(view: TaskView, pinned: Mapping[str, str]) -> str | None:
         return verify_detached(str(jws["protected"]), str(jws["signature"]), canonical_json(manifest), pinned)
     except (ValueError, KeyError, TypeError):
         return None
-
-
-def same_origin(url: str, base: str) -> bool:
-    """`url` is http(s) on exactly the scheme, host and port of `base` (no credentials)."""
-    u, b = urlsplit(url), urlsplit(base)
-    return (
-        u.scheme in ("http", "https") and (u.scheme, u.netloc) == (b.scheme, b.netloc) and "@" not in u.netloc
-    )
 
 
 def _is_manifest(a: Artifact) -> bool:
@@ -135,13 +126,15 @@ def _entry(e: object) -> SignedArtifact:
 
 
 def _inline_bytes(a: Artifact) -> bytes | None:
-    """The bytes of a one-part inline artifact (raw bytes, or the UTF-8 of a text part)."""
-    if len(a.parts) != 1:
-        return None
-    p: Part = a.parts[0]
-    kind = p.WhichOneof("content")
-    if kind == "raw":
-        return bytes(p.raw)
-    if kind == "text":
-        return p.text.encode("utf-8")
-    return None
+    """The bytes of an inline artifact: its parts in order (raw bytes, or the UTF-8 of text
+    parts), as a chunked artifact (`append`) accumulates them; None if a part is not inline."""
+    out = bytearray()
+    for p in a.parts:
+        kind = p.WhichOneof("content")
+        if kind == "raw":
+            out += p.raw
+        elif kind == "text":
+            out += p.text.encode("utf-8")
+        else:
+            return None
+    return bytes(out) if a.parts else None

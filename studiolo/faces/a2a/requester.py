@@ -7,8 +7,9 @@ terminal state alone. It keeps no state of its own: started with the service, it
 every wait the ledger holds, with the bound counted from when the wait began.
 
 One thread runs an asyncio loop with the a2a-sdk clients; each quiescence check runs in a
-worker thread whose reads go back to that loop, and whose URL fetches use `httpx` with a size
-cap, only on the remote agent's own origin.
+worker thread whose reads and URL fetches go back to that loop. Every request goes through
+`remote_client`: only to the organisation's origins (no non-public address they do not name),
+bodies capped, a total deadline per exchange.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from a2a.client.errors import A2AClientTimeoutError
 from a2a.types.a2a_pb2 import AgentCard, GetTaskRequest, Message, Part, Role, SendMessageRequest, Task
 from a2a.types.a2a_pb2 import TaskState as WireState
 from a2a.utils.signing import create_signature_verifier
+from starlette.concurrency import run_in_threadpool
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.core.canonical import digest_bytes
@@ -48,16 +50,32 @@ from studiolo.core.quiescence import (
     TaskView,
     verify_and_quiesce,
 )
-from studiolo.core.remote import RemoteDelegation, RemoteFile, RemoteOrg, RemoteResult, RemoteState
-from studiolo.faces.a2a.capped import CappedTransport
+from studiolo.core.remote import (
+    RemoteDelegation,
+    RemoteFile,
+    RemoteOrg,
+    RemoteResult,
+    RemoteState,
+    origin_of,
+)
+from studiolo.faces.a2a.capped import remote_client
 from studiolo.faces.a2a.hints import Hints
 from studiolo.faces.a2a.jws import card_payload
 from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
-from studiolo.faces.a2a.remote_view import manifest_kid, read_task, same_origin
+from studiolo.faces.a2a.origins import OriginRefused
+from studiolo.faces.a2a.remote_view import manifest_kid, read_task
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
-__all__ = ["CardCheck", "Requester", "delegate", "fetch_verified_card", "mount_requester", "policy_from"]
+__all__ = [
+    "CardCheck",
+    "Requester",
+    "check_origin",
+    "delegate",
+    "fetch_verified_card",
+    "mount_requester",
+    "policy_from",
+]
 
 log = logging.getLogger("studiolo.a2a.requester")
 T = TypeVar("T")
@@ -74,6 +92,7 @@ def policy_from(settings: Settings) -> QuiescencePolicy:
         bound=settings.a2a_quiescence_bound,
         initial_delay=settings.a2a_backoff_initial,
         max_delay=settings.a2a_backoff_max,
+        confirm_interval=settings.a2a_confirm_seconds,
         max_artifact_size=settings.a2a_max_artifact_bytes,
         max_rounds=100_000,
     )
@@ -87,24 +106,38 @@ class CardCheck:
     kid: str  # the pinned key whose signature verified
 
 
-def fetch_verified_card(http: httpx.Client, agent_url: str, pinned: Mapping[str, str]) -> CardCheck:
-    """Fetch the remote Agent Card and verify its signature with the SDK's verifier, given only
-    the pinned keys (no `jku`, no trust on first use). Raises InvalidRequest otherwise."""
+async def fetch_verified_card(agent_url: str, org: RemoteOrg, *, deadline: float) -> CardCheck:
+    """Fetch the remote Agent Card — only from one of the organisation's origins, within
+    `deadline` seconds in all — and verify its signature with the SDK's verifier, given only the
+    pinned keys (no `jku`, no trust on first use); its interfaces must be on those origins too.
+    Raises InvalidRequest otherwise."""
     url = agent_url.rstrip("/") + _CARD_PATH
-    if not same_origin(url, agent_url):
-        raise InvalidRequest("the agent URL is http(s) without credentials")
+    check_origin(agent_url, org)
     try:
-        with http.stream("GET", url) as r:
-            body = _capped(r, _MAX_CARD_BYTES) if r.status_code == 200 else None
-        card = parse_agent_card(httpx.Response(200, content=body).json()) if body else None
+        async with remote_client(org.origins, _MAX_CARD_BYTES, deadline) as http:
+            r = await http.get(url)
+        card = parse_agent_card(r.json()) if r.status_code == 200 else None
     except (httpx.HTTPError, ValueError) as exc:
         raise InvalidRequest(f"cannot read the agent card at {url}: {exc}") from exc
     if card is None:
         raise InvalidRequest(f"no agent card at {url}")
-    for kid in sorted(pinned):
-        if _card_verifies(card, kid, pinned[kid]):
+    for interface in card.supported_interfaces:
+        check_origin(interface.url, org)
+    for kid in sorted(org.keys):
+        if _card_verifies(card, kid, org.keys[kid]):
             return CardCheck(card, digest_bytes(card_payload(card)), kid)
     raise InvalidRequest("the agent card is not signed by a pinned key", reason="signature_invalid")
+
+
+def check_origin(url: str, org: RemoteOrg) -> None:
+    """Refuse (before any I/O) a URL that is not on one of the organisation's origins."""
+    if not org.origins:
+        raise InvalidRequest(
+            f"remote organisation {org.name!r} names no origins: `studiolo remote-org origins {org.name} "
+            "--origin https://…` first"
+        )
+    if origin_of(url) not in org.origins:
+        raise InvalidRequest(f"{str(url)[:200]} is not on an origin of {org.name!r}")
 
 
 def _card_verifies(card: AgentCard, kid: str, public: str) -> bool:
@@ -120,15 +153,6 @@ def _card_verifies(card: AgentCard, kid: str, public: str) -> bool:
     except Exception:  # the SDK's SignatureVerificationError family, or a malformed card
         return False
     return True
-
-
-def _capped(r: httpx.Response, cap: int) -> bytes:
-    out = bytearray()
-    for chunk in r.iter_bytes():
-        out += chunk
-        if len(out) > cap:
-            break
-    return bytes(out)
 
 
 def mount_requester(app: Any, door: Coordinator, settings: Settings) -> Requester:
@@ -151,7 +175,7 @@ def mount_requester(app: Any, door: Coordinator, settings: Settings) -> Requeste
     return requester
 
 
-def delegate(
+async def delegate(
     door: Coordinator,
     caller: Principal,
     task_id: str,
@@ -159,13 +183,15 @@ def delegate(
     agent_url: str,
     *,
     skill: str | None = None,
-    http: httpx.Client,
+    settings: Settings,
 ) -> RemoteDelegation:
-    """Delegate a task: the caller's right first, then the remote card fetched and verified
-    with the organisation's pinned keys, then the delegation recorded (the worker sends it)."""
-    org = door.remote_org_for_task(caller, task_id, org_name)
-    card = fetch_verified_card(http, agent_url, org.keys)
-    return door.delegate_remote(
+    """Delegate a task: the caller's right first, then the remote card fetched (on the event
+    loop, under a total deadline: no thread waits on a remote) and verified with the
+    organisation's pinned keys, then the delegation recorded (the worker sends it)."""
+    org = await run_in_threadpool(door.remote_org_for_task, caller, task_id, org_name)
+    card = await fetch_verified_card(agent_url, org, deadline=settings.a2a_request_timeout)
+    return await run_in_threadpool(
+        door.delegate_remote,
         caller,
         task_id,
         org_name,
@@ -278,13 +304,18 @@ class Requester:
 
     # one delegation ---------------------------------------------------------------------
     async def _drive(self, d: RemoteDelegation, org: RemoteOrg) -> None:
+        try:
+            check_origin(d.agent_url, org)
+        except InvalidRequest as exc:  # e.g. an organisation pinned before origins existed
+            log.warning("delegation %s waits: %s", d.id, exc.detail)
+            await self._pause()
+            return
         headers = {"A2A-Extensions": MANIFEST_EXTENSION}
         token = self.settings.a2a_credentials.get(org.name)
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        timeout = httpx.Timeout(self.settings.a2a_request_timeout)
-        transport = CappedTransport(httpx.AsyncHTTPTransport(), self.settings.a2a_max_response_bytes)
-        async with httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport) as http:
+        cap, deadline = self.settings.a2a_max_response_bytes, self.settings.a2a_request_timeout
+        async with remote_client(org.origins, cap, deadline, headers=headers) as http:
             resolver = A2ACardResolver(http, d.agent_url)
             card = await resolver.get_agent_card(signature_verifier=_pinned_verifier(d.pinned))
             client = await create_client(card, ClientConfig(streaming=False, polling=True, httpx_client=http))
@@ -300,20 +331,20 @@ class Requester:
                     d = await asyncio.to_thread(self.door.remote_state, d.id)
                     if not d.state.waiting:
                         return
-                    await self._step(client, hints, d, headers)
+                    await self._step(client, hints, d, http)
             finally:
                 await hints.close()
                 await client.close()
 
     async def _step(
-        self, client: A2AClient, hints: Hints, d: RemoteDelegation, headers: dict[str, str]
+        self, client: A2AClient, hints: Hints, d: RemoteDelegation, http: httpx.AsyncClient
     ) -> None:
         if d.state is RemoteState.DELEGATED:
             await self._send(client, d)
         elif d.state is RemoteState.REMOTE_WORKING:
             await self._poll(client, hints, d)
         else:
-            await asyncio.to_thread(self._quiesce, client, d, headers)
+            await asyncio.to_thread(self._quiesce, client, d, http)
 
     async def _send(self, client: A2AClient, d: RemoteDelegation) -> None:
         title, text = await asyncio.to_thread(self.door.remote_brief, d.id)
@@ -365,7 +396,7 @@ class Requester:
             raise _Stopped
 
     # the two-phase check (runs in a worker thread) ----------------------------------------
-    def _quiesce(self, client: A2AClient, d: RemoteDelegation, headers: dict[str, str]) -> None:
+    def _quiesce(self, client: A2AClient, d: RemoteDelegation, http: httpx.AsyncClient) -> None:
         assert d.remote_task_id is not None and self._loop is not None
         latest = _Latest()
         remote_id, loop = d.remote_task_id, self._loop
@@ -389,15 +420,14 @@ class Requester:
             latest.kid = manifest_kid(view, d.pinned)
             return latest.kid is not None
 
-        with httpx.Client(headers=headers, timeout=self.settings.a2a_request_timeout) as http:
-            fetch = _fetcher(http, d.agent_url, latest, self._stop)
-            try:
-                out = verify_and_quiesce(
-                    read_view, fetch, verify, self.door.clock, self._sleep, self.policy, since=d.since
-                )
-            except ArtifactIntegrityError as err:
-                self.door.remote_integrity_failed(d.id, _integrity_evidence(err), _integrity_blobs(err))
-                return
+        fetch = _fetcher(http, loop, latest, self._stop, self.settings.a2a_request_timeout)
+        try:
+            out = verify_and_quiesce(
+                read_view, fetch, verify, self.door.clock, self._sleep, self.policy, since=d.since
+            )
+        except ArtifactIntegrityError as err:
+            self.door.remote_integrity_failed(d.id, _integrity_evidence(err), _integrity_blobs(err))
+            return
         self._report(d, out, latest)
 
     def _sleep(self, seconds: float) -> None:
@@ -429,9 +459,12 @@ async def _first_task(client: A2AClient, request: SendMessageRequest) -> Task | 
 
 def _transient(exc: BaseException) -> bool:
     """A network failure, a timeout, or an overloaded remote (5xx, 429): worth sending again.
-    Anything else (an A2A error, a 4xx) is the remote refusing the message."""
+    Anything else (an A2A error, a 4xx) is the remote refusing the message, and a request off the
+    organisation's origins is never tried again."""
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, OriginRefused):
+            return False
         if isinstance(
             seen, httpx.TransportError | httpx.TimeoutException | TimeoutError | A2AClientTimeoutError
         ):
@@ -443,24 +476,47 @@ def _transient(exc: BaseException) -> bool:
 
 
 def _fetcher(
-    http: httpx.Client, agent_url: str, latest: _Latest, stop: threading.Event
+    http: httpx.AsyncClient,
+    loop: asyncio.AbstractEventLoop,
+    latest: _Latest,
+    stop: threading.Event,
+    deadline: float,
 ) -> Callable[[SignedArtifact], bytes | None]:
+    """Artifact bytes: inline ones from the last read; URL and detached ones fetched on the
+    requester's loop through its client (the organisation's origins only, a total deadline),
+    at most the signed size + 1 bytes."""
+
     def fetch(a: SignedArtifact) -> bytes | None:
         if stop.is_set():
             raise _Stopped
         if a.channel is Channel.INLINE:
             return latest.inline.get(a.artifact_id)
-        if a.location is None or not same_origin(a.location, agent_url):
+        if a.location is None or origin_of(a.location) is None:
             raise ArtifactIntegrityError(
-                "untrusted_location", f"{a.artifact_id!r} is not on the agent's origin", artifact=a
+                "untrusted_location", f"{a.artifact_id!r} has no http(s) URL", artifact=a
             )
         try:
-            with http.stream("GET", a.location) as r:
-                return _capped(r, a.size) if r.status_code == 200 else None
-        except httpx.HTTPError:
-            return None  # not (fully) there yet: the check retries
+            return _on(loop, _download(http, a.location, a.size + 1), deadline + 5)
+        except OriginRefused as exc:
+            raise ArtifactIntegrityError(
+                "untrusted_location", f"{a.artifact_id!r}: {exc}", artifact=a
+            ) from exc
+        except (httpx.HTTPError, TimeoutError):
+            return None  # not there yet: the check retries
 
     return fetch
+
+
+async def _download(http: httpx.AsyncClient, url: str, cap: int) -> bytes | None:
+    out = bytearray()
+    async with http.stream("GET", url) as r:
+        if r.status_code != 200:
+            return None
+        async for chunk in r.aiter_bytes():
+            out += chunk
+            if len(out) >= cap:
+                break
+    return bytes(out)
 
 
 def _integrity_evidence(err: ArtifactIntegrityError) -> dict[str, Any]:

@@ -91,6 +91,9 @@ COMMANDS: dict[str, Lazy] = {
     "db": Lazy(_STORE, "The ledger's schema (Alembic migrations shared by SQLite and PostgreSQL)."),
     "backup": Lazy(_STORE, "Write every table, read on one consistent snapshot, to one portable file."),
     "restore": Lazy(_STORE, "Replace the ledger with a backup and start a new authority incarnation."),
+    "reconfirm": Lazy(
+        _LEDGER, "As the operator: vouch for tokens and admissions a restore held (audited); none: list them."
+    ),
     "keys": Lazy("studiolo.faces.cli.keys", "The service key that signs completion receipts."),
     "study": Lazy(
         "studiolo.faces.cli_study",

@@ -174,4 +174,7 @@ def _report(ctx: _click.Context, status: int, problem: dict[str, Any]) -> None:
     failed = problem.get("failed") or []
     extra = f" (failed: {', '.join(failed)})" if len(failed) > 1 else ""
     text = escape_markup(f"{problem['reason']}: {problem['detail']}{extra}")  # the server's words
-    printer(stderr=True).print(f"[red]error[/] {text}", highlight=False)
+    out = printer(stderr=True)
+    out.print(f"[red]error[/] {text}", highlight=False)
+    for d in problem.get("details") or []:  # what each failed predicate found, in words
+        out.print(escape_markup(f"  {d.get('reason')}: {d.get('text', '')}"), highlight=False)

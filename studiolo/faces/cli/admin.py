@@ -98,6 +98,27 @@ def principal_revoke(ctx: typer.Context, principal_id: str, json_out: JsonOpt = 
     emit(st, {"revoked": n}, lambda con: con.print(f"revoked {n} token(s)"))
 
 
+@principal_app.command("reconfirm")
+def principal_reconfirm(ctx: typer.Context, principal_id: str, json_out: JsonOpt = False) -> None:
+    """Vouch for the tokens and verifier admissions a restore held (audited).
+
+    `studiolo restore` lists the principals that need it; the service admins' own come back
+    with `studiolo reconfirm` on the ledger's host.
+    """
+    st = state(ctx, json_out)
+    with st.client() as c:
+        out = c.reconfirm(principal_id)
+
+    def human(con: Printer) -> None:
+        if out.event_seq is None:
+            con.print("nothing of this principal was held")
+            return
+        con.print(f"reconfirmed {len(out.tokens)} token(s), admissions {out.admissions or 'none'}")
+        con.print(f"vouched for grants {out.grants or 'none'}; key {out.key_id or 'none'}")
+
+    emit(st, out, human)
+
+
 @principal_app.command("set-key")
 def principal_set_key(
     ctx: typer.Context, principal_id: str, public_key: str, json_out: JsonOpt = False

@@ -37,7 +37,10 @@ claim is refused with `contract_mismatch`. For an attempt claimed elsewhere, pas
 **Output**: on a terminal, Rich tables; when the output is captured (an agent, a pipe, a
 file), plain lines: no colour or markup, a table as its title, a header line and one line
 per row with tab-separated cells. `--json` on every command prints JSON (on an error: the
-problem, with `status`, `reason`, `failed`, `detail`).
+problem, with `status`, `reason`, `failed`, `detail`, and a refused completion's `details`).
+A refused completion prints, under its error line, one line per failed predicate saying what
+it found ("dependency_stale: src/input.txt changed from revision 1 to 2 by editor at …";
+docs/reasons.md).
 
 **Exit codes**
 

@@ -1,4 +1,5 @@
-"""Operator commands on the local ledger: init, serve, run (the demo server), demo, audit."""
+"""Operator commands on the local ledger: init, serve, run (the demo server), demo, audit,
+reconfirm (after a restore)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from studiolo.faces.cli._state import JsonOpt, emit, state
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 from studiolo.store import Store
+from studiolo.store.authority import HeldPrincipal
 
 __all__ = ["register"]
 
@@ -32,7 +34,7 @@ Port = Annotated[int | None, typer.Option(help="default: STUDIOLO_PORT or 8765")
 
 
 def register(app: typer.Typer) -> None:
-    for fn in (init, serve, run, demo):
+    for fn in (init, serve, run, demo, reconfirm):
         app.command(fn.__name__)(fn)
     app.add_typer(audit_app, name="audit")
 
@@ -183,6 +185,46 @@ def demo(ctx: typer.Context) -> None:
     results = run_story(Console())
     if not all(r.ok for r in results):
         raise typer.Exit(1)
+
+
+def reconfirm(
+    ctx: typer.Context,
+    principal_ids: Annotated[
+        list[str] | None, typer.Argument(help="principals to vouch for (none: list what is held)")
+    ] = None,
+    database_url: DatabaseUrl = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """As the operator: vouch for tokens and admissions a restore held (audited); none: list them."""
+    st = state(ctx, json_out)
+    coordinator = _coordinator(_settings(database_url))
+    try:
+        if not principal_ids:
+            held = coordinator.held_authority()
+            emit(st, [dataclasses.asdict(h) for h in held], lambda con: _print_held(con, held))
+            return
+        done = [coordinator.reconfirm_locally(pid) for pid in principal_ids]
+    finally:
+        coordinator.store.dispose()
+
+    def human(con: Printer) -> None:
+        for r in done:
+            what = f"{len(r.tokens)} token(s), admissions {list(r.admissions) or 'none'}"
+            con.print(f"{r.principal_id}: " + (what if r.event_seq is not None else "nothing was held"))
+
+    emit(st, [dataclasses.asdict(r) for r in done], human)
+
+
+def _print_held(con: Printer, held: list[HeldPrincipal]) -> None:
+    if not held:
+        con.print("nothing is held")
+    for h in held:
+        where = h.project_id or "service"
+        con.print(
+            f"{h.principal_id} {h.kind} {h.name} ({where}): {h.tokens} token(s), "
+            f"admissions {list(h.admissions) or 'none'}, grants {list(h.grants) or 'none'}",
+            highlight=False,
+        )
 
 
 @audit_app.command("verify")

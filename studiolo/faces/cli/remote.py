@@ -28,6 +28,12 @@ def register(app: typer.Typer) -> None:
     app.add_typer(delegate_app, name="delegate")
 
 
+_ORIGIN_HELP = (
+    "scheme://host[:port] the service may send requests to; repeatable. A loopback, link-local "
+    "or private address only when named as such (an IP literal, or localhost)"
+)
+
+
 def _keys(pairs: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
@@ -44,19 +50,35 @@ def org_add(
     name: str,
     key: Annotated[list[str], typer.Option("--key", help="KID=Ed25519 public key (base64url); repeatable")],
     target: Annotated[str | None, typer.Option(help="directory its results land under")] = None,
+    origin: Annotated[list[str] | None, typer.Option("--origin", help=_ORIGIN_HELP)] = None,
     project: Project = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Pin a remote organisation's signing keys (no trust on first use)."""
+    """Pin a remote organisation's signing keys (no trust on first use) and its origins."""
     st = state(ctx, json_out)
     with st.client() as c:
-        org = c.add_remote_org(name, _keys(key), target=target, project=project)
+        org = c.add_remote_org(name, _keys(key), target=target, origins=origin or [], project=project)
 
     def human(con: Printer) -> None:
         con.print(f"pinned {len(org.keys)} key(s) for [bold]{org.name}[/] ({org.id})")
         con.print(f"contracts name the checker [bold]{org.checker}[/]; results land under {org.target}")
 
     emit(st, org, human)
+
+
+@org_app.command("origins")
+def org_origins(
+    ctx: typer.Context,
+    name: str,
+    origin: Annotated[list[str], typer.Option("--origin", help=_ORIGIN_HELP)],
+    project: Project = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Replace the origins the service may send requests to for an organisation."""
+    st = state(ctx, json_out)
+    with st.client() as c:
+        org = c.set_remote_origins(name, origin, project=project)
+    emit(st, org, lambda con: con.print(f"[bold]{org.name}[/]: {', '.join(org.origins)}"))
 
 
 @org_app.command("list")

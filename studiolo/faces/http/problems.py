@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -14,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from studiolo._exceptions import CompletionRejected, StudioloError
+from studiolo.api.refusals import RefusalDetailOut
 from studiolo.api.requests import invalid_request
 
 __all__ = [
@@ -44,6 +46,10 @@ class Problem(BaseModel):
     detail: str
     reason: str = Field(description="a stable reason code (the first of `failed`)")
     failed: list[str] = Field(description="every failing predicate, in evaluation order")
+    details: list[RefusalDetailOut] = Field(
+        default_factory=list,
+        description="a refused completion: what each failed predicate found, as the caller may see it",
+    )
 
 
 def problem_response(
@@ -54,6 +60,7 @@ def problem_response(
     *,
     title: str | None = None,
     headers: Mapping[str, str] | None = None,
+    details: Sequence[Mapping[str, Any]] = (),
 ) -> JSONResponse:
     body = Problem(
         type=f"urn:studiolo:reason:{reason}",
@@ -62,6 +69,7 @@ def problem_response(
         detail=detail,
         reason=reason,
         failed=list(failed) or [reason],
+        details=[RefusalDetailOut.model_validate(d) for d in details],
     )
     return JSONResponse(body.model_dump(), status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
@@ -70,7 +78,9 @@ def error_response(exc: StudioloError) -> JSONResponse:
     """The answer to an error of the door (the app's handler, and the hot routes')."""
     title = "Completion rejected" if isinstance(exc, CompletionRejected) else None
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return problem_response(exc.status, exc.reason, exc.detail, exc.failed, title=title, headers=headers)
+    return problem_response(
+        exc.status, exc.reason, exc.detail, exc.failed, title=title, headers=headers, details=exc.details
+    )
 
 
 def unexpected_response(exc: BaseException) -> JSONResponse:

@@ -10,6 +10,11 @@ most so many connections at once, idle ones included: an extra one is closed as 
 accepted. Requests are counted and limited by `studiolo.faces.http.limits.InFlightLimit`; an
 idle connection is not a request.
 
+A connection from a trusted reverse proxy (`Settings.trusted_proxies`) is not counted under
+the proxy's address, which every client behind it shares: each of its requests is counted,
+from its headers until its response, under the client address the proxy names
+(`studiolo.faces.http.forwarded`), and one over the cap is answered `503 overloaded`.
+
 The parser is uvicorn's `httptools` protocol (llhttp, in C): a heartbeat's parsing costs a
 fraction of the pure-Python h11's (docs/benchmarks.md). The deadlines follow the parser's
 callbacks: a message begins (headers due), its headers are complete (its body due), it is
@@ -23,8 +28,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from studiolo.faces.http.forwarded import Networks, client_address, is_trusted, parse_networks
+from studiolo.faces.http.problems import problem_response
 from studiolo.settings import Settings
 
 __all__ = ["ConnectionGuard", "guarded_protocol"]
@@ -40,6 +48,7 @@ class ConnectionGuard:
     body_timeout: float
     max_per_address: int
     keep_alive: float = 30.0
+    trusted: Networks = ()  # reverse proxies that name the client (`forwarded`)
     open: Counter[str] = field(default_factory=Counter)
 
     @classmethod
@@ -49,6 +58,7 @@ class ConnectionGuard:
             settings.body_timeout_seconds,
             settings.max_connections_per_address,
             settings.keep_alive_seconds,
+            parse_networks(settings.trusted_proxies),
         )
 
     def admit(self, address: str) -> bool:
@@ -72,23 +82,41 @@ class _GuardedHttpTools(HttpToolsProtocol):
         self._their: _Their = "headers"  # a new connection owes its first request's headers
         self._timer: asyncio.TimerHandle | None = None
         self._timed: object = None  # what the timer guards: "idle", "headers", or a request's cycle
+        self._proxied = False  # from a trusted proxy: each request counts under its client
 
     # the connection ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         address = self.client[0] if self.client else "unix"
-        if not self.guard.admit(address):
-            transport.close()
-            return
-        self._address = address
+        self._proxied = is_trusted(address, self.guard.trusted)
+        if not self._proxied:
+            if not self.guard.admit(address):
+                transport.close()
+                return
+            self._address = address
         self._watch()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._release()
+        super().connection_lost(exc)
+
+    def _release(self) -> None:
         if self._address is not None:
             self.guard.release(self._address)
             self._address = None
-        super().connection_lost(exc)
+
+    def _admit_forwarded(self) -> bool:
+        """A trusted proxy's request: count it under the client it names (instead of the
+        client of its connection's previous request); False if that client is at the cap."""
+        client = client_address(self.client[0] if self.client else "unix", self.headers, self.guard.trusted)
+        if client == self._address:
+            return True
+        self._release()
+        if not self.guard.admit(client):
+            return False
+        self._address = client
+        return True
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -97,6 +125,8 @@ class _GuardedHttpTools(HttpToolsProtocol):
     def on_response_complete(self) -> None:
         if self._their == "done" and not self.pipeline:  # nothing of a next request yet
             self._their = "idle"
+            if self._proxied:
+                self._release()  # an idle connection of the proxy is no client's
         super().on_response_complete()
         self._watch()
 
@@ -107,7 +137,14 @@ class _GuardedHttpTools(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._their = "body"
-        super().on_headers_complete()
+        if not self._proxied or self._admit_forwarded():
+            super().on_headers_complete()
+            return
+        app, self.app = self.app, _too_many_from_one_address  # this request only, as uvicorn's own 503
+        try:
+            super().on_headers_complete()
+        finally:
+            self.app = app
 
     def on_message_complete(self) -> None:
         self._their = "done"
@@ -143,6 +180,12 @@ class _GuardedHttpTools(HttpToolsProtocol):
         self._timer, self._timed = None, None
         if not self.transport.is_closing():
             self.transport.close()
+
+
+async def _too_many_from_one_address(scope: Scope, receive: Receive, send: Send) -> None:
+    detail = "too many requests in progress from one client address"
+    headers = {"Retry-After": "1", "Connection": "close"}
+    await problem_response(503, "overloaded", detail, headers=headers)(scope, receive, send)
 
 
 def guarded_protocol(guard: ConnectionGuard) -> type[HttpToolsProtocol]:

@@ -9,7 +9,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from studiolo._exceptions import NotFound, StudioloError
+from studiolo._exceptions import InvalidRequest, NotFound, StudioloError
 from studiolo.faces.mcp.tools import PortFor
 
 __all__ = ["POLICY_URI", "PROMPT", "PROMPT_NAME", "TASK_CONTRACT_URI", "Guide"]
@@ -69,6 +69,7 @@ def work_on_task(task_id: str) -> str:
 
 
 def _resource_error(exc: StudioloError) -> ResourceError:
-    if isinstance(exc, NotFound):
+    """An absent, invisible or malformed id is `-32602` (invalid params); anything else `-32603`."""
+    if isinstance(exc, (NotFound, InvalidRequest)):
         return ResourceNotFoundError(f"{exc.reason}: {exc.detail}")
     return ResourceError(f"{exc.reason}: {exc.detail}")

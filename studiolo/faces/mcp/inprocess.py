@@ -28,8 +28,8 @@ class InProcessPort:
     def orientation(self) -> s.OrientationOut:
         return s.OrientationOut.model_validate(self.door.orient(self.caller, self.project_id))
 
-    def tasks(self, status: str | None, limit: int) -> list[s.TaskSummaryOut]:
-        views = self.door.list_task_views(self.caller, self.project_id, status, limit)
+    def tasks(self, status: str | None, limit: int, offset: int) -> list[s.TaskSummaryOut]:
+        views = self.door.list_task_views(self.caller, self.project_id, status, limit, offset)
         return [render.task_summary(v) for v in views]
 
     def task(self, task_id: str) -> s.TaskViewOut:

@@ -15,6 +15,7 @@ __all__ = [
     "Checkout",
     "Claimed",
     "Completed",
+    "HandoffRead",
     "ReceiptList",
     "TaskEvents",
     "TaskList",
@@ -24,6 +25,16 @@ __all__ = [
 
 class TaskList(BaseModel):
     tasks: list[s.TaskSummaryOut]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null: no more")
+
+
+class HandoffRead(BaseModel):
+    """A task's latest handoff; `handoff` is null when nobody left one (a normal answer)."""
+
+    task_id: str
+    handoff: s.HandoffOut | None
+    contract_current: bool | None = Field(description="whether the handoff's contract is the task's")
+    artifacts: dict[str, s.HandoffRefOut] = Field(description="path → the revision left, and now")
 
 
 class Claimed(BaseModel):
@@ -64,6 +75,7 @@ class Checkout(BaseModel):
     prefix: str
     collection_revision: int
     files: dict[str, int] = Field(description="path → the revision written")
+    overwritten: list[str] = Field(description="local changes discarded (overwrite=true)")
 
 
 class WorkspaceCandidate(BaseModel):

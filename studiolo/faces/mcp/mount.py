@@ -4,7 +4,12 @@ Authentication is the SDK's (`TokenVerifier` + `AuthSettings`) over our bearer t
 verifier asks the door who a token is, a request without a valid token gets 401, and each
 tool runs as that principal through `InProcessPort`. Stateless JSON responses: every POST
 stands alone (any replica can answer it), and the parent app's lifespan runs the SDK's
-session manager. DNS-rebinding host checks are off: a browser page cannot attach a token.
+session manager.
+
+Host and Origin are validated (the transport spec's MUST, against DNS rebinding): `/mcp`
+answers the Host of the configured public URL, of the bind address and of loopback, and an
+Origin of the same (a request without Origin is not a browser's and passes); any other Host
+is 421 and any other Origin 403. `Settings.mcp_allowed_hosts`/`mcp_allowed_origins` add more.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -31,9 +37,10 @@ from studiolo.faces.mcp.server import build_server
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
-__all__ = ["MCP_PATH", "DoorTokenVerifier", "mount_mcp"]
+__all__ = ["MCP_PATH", "DoorTokenVerifier", "mount_mcp", "transport_security"]
 
 MCP_PATH = "/mcp"
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 class PrincipalToken(AccessToken):
@@ -49,8 +56,12 @@ class DoorTokenVerifier:
         self.door = door
 
     async def verify_token(self, token: str) -> AccessToken | None:
+        """From the authentication cache on the event loop when it knows the token (as the
+        HTTP API does), else through the ledger in a worker thread."""
         try:
-            principal = await anyio.to_thread.run_sync(self.door.authenticate, token)
+            principal = self.door.authenticate_cached(token)
+            if principal is None:
+                principal = await anyio.to_thread.run_sync(self.door.authenticate, token)
         except Unauthenticated:
             return None
         return PrincipalToken(
@@ -72,10 +83,34 @@ def mount_mcp(app: FastAPI, door: Coordinator, settings: Settings) -> None:
         stateless_http=True,
         json_response=True,
         max_request_body_size=min(settings.max_candidate_bytes, settings.max_request_bytes),
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        transport_security=transport_security(settings),
     )
-    app.router.routes.append(Route(MCP_PATH, endpoint=asgi, include_in_schema=False))
+    # first: a request the route index does not hand over is matched by scanning the routes
+    # in order, and /mcp is not one of the API's indexed routes
+    app.router.routes.insert(0, Route(MCP_PATH, endpoint=asgi, include_in_schema=False))
     app.router.lifespan_context = _with(server.session_manager.run, app.router.lifespan_context)
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    """The Host and Origin values `/mcp` answers: the public URL's, the bind address's, any
+    loopback name on any port (a rebinding attack arrives under the attacker's name), and
+    the settings' extra values."""
+    hosts = [*settings.mcp_allowed_hosts, *(f"{h}:*" for h in _LOOPBACK), *_LOOPBACK]
+    origins = [*settings.mcp_allowed_origins]
+    origins += [f"{scheme}://{h}{p}" for scheme in ("http", "https") for h in _LOOPBACK for p in (":*", "")]
+    for url in (settings.public_url, f"http://{settings.host}:{settings.port}"):
+        parts = urlsplit(url)
+        if parts.hostname is None:
+            continue
+        hosts.append(parts.netloc.lower())
+        origins.append(f"{parts.scheme}://{parts.netloc}".lower())
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=_unique(hosts), allowed_origins=_unique(origins)
+    )
+
+
+def _unique(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
 
 
 def _port(door: Coordinator, ctx: Context) -> StudioloPort:

@@ -22,8 +22,8 @@ class StudioloPort(Protocol):
         """Who the caller is, the pinned policy, its grants, the open tasks, its attempts."""
         ...
 
-    def tasks(self, status: str | None, limit: int) -> list[s.TaskSummaryOut]:
-        """The project's tasks with their strongest established fact."""
+    def tasks(self, status: str | None, limit: int, offset: int) -> list[s.TaskSummaryOut]:
+        """A page of the project's tasks (oldest first) with their strongest established fact."""
         ...
 
     def task(self, task_id: str) -> s.TaskViewOut:

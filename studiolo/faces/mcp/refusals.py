@@ -1,6 +1,12 @@
 """The one place the MCP face maps the error tree: a `StudioloError` becomes a tool result
-with `isError: true` whose structured content is a `Refusal` (reason, every failed
-predicate in order, one recovery hint per reason). Protocol errors stay protocol errors.
+with `isError: true` whose text says the reason, every failed predicate in order and one
+recovery hint per reason (and the refusal's details, when it carries any). Protocol errors
+stay protocol errors.
+
+A refusal carries no `structuredContent`: clients validate structured content against the
+tool's `outputSchema` even when `isError` is true (the TypeScript SDK v1 does, and throws),
+and a refusal is not the tool's output. The same facts as JSON, a `Refusal`, are in the
+result's `_meta` under `REFUSAL_META`, for clients that want them as data.
 
 `HINTS` is docs/reasons.md's "Recover" advice in one line per code (a test keeps the two in
 step: every documented code has a hint here, and no hint names an undocumented code).
@@ -8,22 +14,27 @@ step: every documented code has a hint here, and no hint names an undocumented c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import httpx
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from studiolo._exceptions import StudioloError
 
-__all__ = ["HINTS", "Hint", "Refusal", "answer", "refusal", "structured"]
+__all__ = ["HINTS", "REFUSAL_META", "Hint", "Refusal", "answer", "refusal", "structured"]
+
+REFUSAL_META = "studiolo/refusal"
 
 HINTS: dict[str, str] = {
     # the completion predicates, in evaluation order
     "task_not_found": "Check the task id (orient lists the open tasks); ask an admin for a read grant.",
     "task_not_active": "The task is completed or cancelled: read it with get_task, or pick other work.",
     "caller_not_attempt_owner": "Use your own attempt; claim_task if the task is free.",
-    "attempt_superseded": "Your attempt is obsolete: read_handoff, claim again if open, rebase, resubmit.",
+    "attempt_superseded": (
+        "Another attempt holds the task (get_task shows whose): read_handoff, claim if open."
+    ),
     "lease_expired": "Claim again (a new attempt and fence), resubmit, and heartbeat more often.",
     "candidate_not_bound": "Submit the candidate from the attempt that completes.",
     "scope_violation": "Drop the files outside the contract's scope (get_task shows it), or ask an admin.",
@@ -31,8 +42,10 @@ HINTS: dict[str, str] = {
     "contract_mismatch": "Read the task's current contract (get_task), re-verify under it, resubmit.",
     "dependency_stale": "A file you read moved: checkout again, rebase, submit a new candidate, re-verify.",
     "target_base_stale": "Someone else wrote a target: merge with the current content, resubmit, re-verify.",
+    "path_conflict": "A path would be both a file and a directory: delete one side in your candidate.",
     "evidence_untrusted": "Cite receipts from an admitted verifier (get_receipts).",
     "evidence_not_bound": "Have this exact candidate verified, then cite its receipts.",
+    "evidence_not_separate": "This criterion needs a verdict computed away from your code (`outputs`).",
     "evidence_missing": "Wait for the verifier (get_receipts) and cite its receipt for every criterion.",
     "evidence_failed": "A check failed: fix the work, submit a new candidate, have it verified.",
     # other reasons
@@ -69,6 +82,8 @@ class Hint(BaseModel):
 class Refusal(BaseModel):
     """A refusal: `reason` is the first of `failed` (every failed predicate, in order)."""
 
+    model_config = ConfigDict(extra="allow")  # whatever else the error carries (`details`)
+
     reason: str
     failed: list[str]
     hints: list[Hint] = Field(description="one recovery hint per failed reason, in order")
@@ -76,11 +91,23 @@ class Refusal(BaseModel):
 
 
 def refusal(exc: StudioloError) -> CallToolResult:
+    """The refusal as text for the model and as a `Refusal` in `_meta` (no structured content)."""
+    carried = exc.to_dict()
+    details = getattr(exc, "details", None)
+    if details and "details" not in carried:
+        carried["details"] = details
+    carried = json.loads(json.dumps(carried, default=str))  # plain JSON, whatever the error holds
     hints = [Hint(reason=r, hint=HINTS.get(r, _UNKNOWN)) for r in exc.failed]
-    body = Refusal(reason=exc.reason, failed=list(exc.failed), hints=hints, detail=exc.detail)
-    lines = [f"refused: {exc.reason} ({exc.detail})", *(f"- {h.reason}: {h.hint}" for h in hints)]
+    body = Refusal.model_validate({**carried, "hints": hints}).model_dump(mode="json")
+    lines = [
+        f"refused: {exc.reason} ({exc.detail})",
+        f"failed: {', '.join(exc.failed)}",
+        *(f"- {h.reason}: {h.hint}" for h in hints),
+    ]
+    if body.get("details"):
+        lines.append("details: " + json.dumps(body["details"], sort_keys=True, default=str))
     text = TextContent(type="text", text="\n".join(lines))
-    return CallToolResult(content=[text], structured_content=body.model_dump(mode="json"), is_error=True)
+    return CallToolResult(content=[text], is_error=True, _meta={REFUSAL_META: body})
 
 
 def structured(model: BaseModel) -> CallToolResult:

@@ -27,8 +27,8 @@ class RemotePort:
     def orientation(self) -> s.OrientationOut:
         return self.client.orientation(self.project_id)
 
-    def tasks(self, status: str | None, limit: int) -> list[s.TaskSummaryOut]:
-        return self.client.tasks(status, limit, project=self.project_id)
+    def tasks(self, status: str | None, limit: int, offset: int) -> list[s.TaskSummaryOut]:
+        return self.client.tasks(status, limit, offset, project=self.project_id)
 
     def task(self, task_id: str) -> s.TaskViewOut:
         return self.client.task(task_id)

@@ -36,6 +36,11 @@ def build_server(
     auth: AuthSettings | None = None,
 ) -> MCPServer[Any]:
     """The tools, resources and prompt; with `workspace`, also `checkout`/`submit_workspace`."""
+    if workspace is None:
+        tools = Tools(port_for).tools()
+    else:
+        local = Workspace(workspace)
+        tools = Tools(port_for, on_read=local.record_read).tools() + WorkspaceTools(port_for, local).tools()
     server: MCPServer[Any] = MCPServer(
         "studiolo",
         instructions=INSTRUCTIONS,
@@ -43,10 +48,8 @@ def build_server(
         token_verifier=token_verifier,
         auth=auth,
         log_level="WARNING",
+        tools=tools,
     )
-    Tools(port_for).register(server)
-    if workspace is not None:
-        WorkspaceTools(port_for, Workspace(workspace)).register(server)
     Guide(port_for).register(server)
     return server
 

@@ -9,32 +9,45 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Literal
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from studiolo._exceptions import InvalidRequest, NotFound
 from studiolo.api import responses as s
-from studiolo.api.requests import CandidateIn, CompleteIn
+from studiolo.api.requests import CandidateIn, CompleteIn, Short, Text
+from studiolo.core.paths import MAX_PATH_LENGTH
 from studiolo.faces.mcp import models as m
 from studiolo.faces.mcp.port import StudioloPort
 from studiolo.faces.mcp.refusals import answer
+from studiolo.faces.mcp.schemas import lean_tool
 from studiolo.faces.mcp.workspace import Workspace
+from studiolo.settings import Settings
 
 __all__ = ["TOOL_NAMES", "WORKSPACE_TOOL_NAMES", "PortFor", "Tools", "WorkspaceTools"]
 
 PortFor = Callable[[Context], StudioloPort]
+OnRead = Callable[[str, int], None]  # (path, revision) of a current read, for the workspace
 
+# Every string argument is bounded (the wire models' limits where they have one): a 100 KB
+# path reached the HTTP client as a URL it refused with an unexpected exception.
 TaskId = Annotated[str, Field(description="a task id (tsk_…)", max_length=100)]
 AttemptId = Annotated[str, Field(description="your attempt id (att_…), from claim_task", max_length=100)]
 CandidateId = Annotated[str, Field(description="a candidate id (cnd_…)", max_length=100)]
 Lease = Annotated[float | None, Field(description="lease seconds (default: the server's)", gt=0)]
-Revisions = Annotated[dict[str, int], Field(description="path → revision")]
+PathArg = Annotated[str, Field(max_length=MAX_PATH_LENGTH)]  # as the HTTP API's path parameters
+# A file's content inline: no more than the largest body /mcp accepts (`max_candidate_bytes`).
+Content = Annotated[str, Field(max_length=Settings.max_candidate_bytes)]
+Revisions = Annotated[dict[PathArg, int], Field(description="path → revision")]
 _EVENT_PAGE = 1000
 _EVENT_PAGES = 20
 
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+_LOCAL_WRITE = ToolAnnotations(  # checkout: writes (and may discard, if asked) local files
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
 _IDEMPOTENT = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -43,12 +56,12 @@ _IDEMPOTENT = ToolAnnotations(
 class Tools:
     """The tools of both transports."""
 
-    def __init__(self, port_for: PortFor) -> None:
+    def __init__(self, port_for: PortFor, on_read: OnRead | None = None) -> None:
         self.port_for = port_for
+        self.on_read = on_read
 
-    def register(self, server: MCPServer) -> None:
-        for name, hints in _TOOLS.items():
-            _add(server, getattr(self, name), hints)
+    def tools(self) -> list[Tool]:
+        return [_tool(getattr(self, name), hints) for name, hints in _TOOLS.items()]
 
     def orient(self, ctx: Context) -> Annotated[CallToolResult, s.OrientationOut]:
         """Read first: who you are, the project's pinned policy, your grants, the open tasks
@@ -62,10 +75,14 @@ class Tools:
             Literal["open", "claimed", "completed", "cancelled"] | None,
             Field(description="default: every status"),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 200,
+        limit: Annotated[int, Field(description="tasks per page", ge=1, le=200)] = 25,
+        cursor: Annotated[
+            str | None, Field(description="next_cursor of the previous page", max_length=200)
+        ] = None,
     ) -> Annotated[CallToolResult, m.TaskList]:
-        """The project's tasks, each with its strongest established fact."""
-        return answer(lambda: m.TaskList(tasks=self.port_for(ctx).tasks(status, limit)))
+        """The project's tasks, oldest first, a page at a time, each with its strongest
+        established fact. Pass `next_cursor` back as `cursor` for the next page."""
+        return answer(lambda: _task_page(self.port_for(ctx), status, limit, cursor))
 
     def get_task(self, task_id: TaskId, ctx: Context) -> Annotated[CallToolResult, s.TaskViewOut]:
         """A task: its contract (criteria, scope, hash), the strongest established fact and
@@ -91,32 +108,41 @@ class Tools:
         return answer(lambda: self.port_for(ctx).release(attempt_id))
 
     def list_artifacts(
-        self, ctx: Context, prefix: Annotated[str, Field(description="e.g. src/")] = ""
+        self,
+        ctx: Context,
+        prefix: Annotated[str, Field(description="e.g. src/", max_length=MAX_PATH_LENGTH)] = "",
     ) -> Annotated[CallToolResult, m.ArtifactList]:
         """The current artifacts under a prefix: path, revision, digest."""
         return answer(lambda: m.ArtifactList(artifacts=self.port_for(ctx).artifacts(prefix)))
 
     def read_artifact(
         self,
-        path: Annotated[str, Field(description="a logical path, e.g. src/app.py")],
+        path: Annotated[
+            str, Field(description="a logical path, e.g. src/app.py", max_length=MAX_PATH_LENGTH)
+        ],
         ctx: Context,
         revision: Annotated[int | None, Field(description="default: the current", ge=0)] = None,
     ) -> Annotated[CallToolResult, m.ArtifactContent]:
         """An artifact's content (UTF-8 text, else base64) and the revision you read: declare
         it as a dependency or base when you submit."""
-        return answer(lambda: _read(self.port_for(ctx), path, revision))
+        return answer(lambda: _read(self.port_for(ctx), path, revision, self.on_read))
 
     def submit_candidate(
         self,
         attempt_id: AttemptId,
         files: Annotated[
-            dict[str, str | None], Field(description="path → new UTF-8 content; null deletes the path")
+            dict[PathArg, Content | None],
+            Field(description="path → new UTF-8 content; null deletes the path"),
         ],
-        bases: Annotated[dict[str, int], Field(description="path → revision you changed (0: a new path)")],
+        bases: Annotated[
+            dict[PathArg, int], Field(description="path → revision you changed (0: a new path)")
+        ],
         ctx: Context,
-        file_deps: Annotated[dict[str, int], Field(description="path → revision of each file you read")] = {},  # noqa: B006
+        file_deps: Annotated[
+            dict[PathArg, int], Field(description="path → revision of each file you read")
+        ] = {},  # noqa: B006
         collection_deps: Annotated[
-            dict[str, int], Field(description="prefix/ → collection revision, for 'everything under'")
+            dict[PathArg, int], Field(description="prefix/ → collection revision, for 'everything under'")
         ] = {},  # noqa: B006
     ) -> Annotated[CallToolResult, s.CandidateOut]:
         """Submit immutable candidate bytes for your attempt, with the base revision of every
@@ -142,10 +168,11 @@ class Tools:
         contract_hash: Annotated[str, Field(description="the hash claim_task gave you", max_length=100)],
         ctx: Context,
         evidence: Annotated[
-            list[str] | None, Field(description="receipt ids (default: all of the candidate's)")
+            list[Short] | None,
+            Field(description="receipt ids (default: all of the candidate's)", max_length=100),
         ] = None,
         request_id: Annotated[
-            str | None, Field(description="default ATTEMPT:CANDIDATE (a retry replays)")
+            Short | None, Field(description="default ATTEMPT:CANDIDATE (a retry replays)")
         ] = None,
     ) -> Annotated[CallToolResult, m.Completed]:
         """Ask for the task to be recorded as completed with this candidate, at one atomic
@@ -159,15 +186,16 @@ class Tools:
         attempt_id: AttemptId,
         ctx: Context,
         artifacts: Annotated[Revisions, Field(description="path → revision you relied on")] = {},  # noqa: B006
-        obligations: Annotated[list[str], Field(description="what is still open")] = [],  # noqa: B006
+        obligations: Annotated[list[Text], Field(description="what is still open", max_length=200)] = [],  # noqa: B006
         notes: Annotated[str, Field(max_length=100_000)] = "",
     ) -> Annotated[CallToolResult, s.HandoffOut]:
         """Leave references to authority for a successor (revisions, obligations, notes)."""
         return answer(lambda: self.port_for(ctx).handoff(attempt_id, artifacts, obligations, notes))
 
-    def read_handoff(self, task_id: TaskId, ctx: Context) -> Annotated[CallToolResult, s.HandoffViewOut]:
-        """The latest handoff of a task, with which of its references are still current."""
-        return answer(lambda: self.port_for(ctx).handoff_view(task_id))
+    def read_handoff(self, task_id: TaskId, ctx: Context) -> Annotated[CallToolResult, m.HandoffRead]:
+        """The latest handoff of a task, with which of its references are still current
+        (`handoff` is null when nobody left one)."""
+        return answer(lambda: _handoff(self.port_for(ctx), task_id))
 
     def task_events(
         self,
@@ -187,38 +215,56 @@ class WorkspaceTools:
         self.port_for = port_for
         self.workspace = workspace
 
-    def register(self, server: MCPServer) -> None:
-        _add(server, self.checkout, _IDEMPOTENT)
-        _add(server, self.submit_workspace, _WRITE)
+    def tools(self) -> list[Tool]:
+        return [_tool(self.checkout, _LOCAL_WRITE), _tool(self.submit_workspace, _WRITE)]
 
     def checkout(
         self,
-        directory: Annotated[str, Field(description="relative to the working directory, e.g. work")],
+        directory: Annotated[
+            str, Field(description="relative to the working directory, e.g. work", max_length=MAX_PATH_LENGTH)
+        ],
         ctx: Context,
-        prefix: Annotated[str, Field(description="only paths under this prefix, e.g. src/")] = "",
+        prefix: Annotated[
+            str, Field(description="only paths under this prefix, e.g. src/", max_length=MAX_PATH_LENGTH)
+        ] = "",
+        overwrite: Annotated[
+            bool, Field(description="discard local changes the checkout would overwrite")
+        ] = False,
     ) -> Annotated[CallToolResult, m.Checkout]:
         """Write the current artifacts (under a prefix) into a directory inside the working
-        directory, with a manifest of the revisions read (.studiolo-checkout.json)."""
-        return answer(lambda: self.workspace.checkout(self.port_for(ctx), directory, prefix))
+        directory, with a manifest of the revisions read (.studiolo-checkout.json). Refuses,
+        naming them, to overwrite files changed since the last checkout, unless `overwrite`."""
+        return answer(lambda: self.workspace.checkout(self.port_for(ctx), directory, prefix, overwrite))
 
     def submit_workspace(
         self,
         attempt_id: AttemptId,
-        directory: Annotated[str, Field(description="the directory you checked out")],
+        directory: Annotated[
+            str, Field(description="the directory you checked out", max_length=MAX_PATH_LENGTH)
+        ],
         ctx: Context,
         declare_collection: Annotated[
             bool, Field(description="declare you read everything under the checkout's prefix")
         ] = False,
+        file_deps: Annotated[
+            dict[PathArg, int], Field(description="more files you read: path → revision")
+        ] = {},  # noqa: B006
     ) -> Annotated[CallToolResult, m.WorkspaceCandidate]:
         """Submit the directory's changes as a candidate: changed and new files are uploaded,
-        removed files deleted; bases and dependencies come from the checkout manifest."""
+        removed files deleted; bases come from the checkout manifest. Declared as read: the
+        unchanged checked-out files, every file read_artifact returned in this session, and
+        `file_deps`."""
         return answer(
-            lambda: self.workspace.submit(self.port_for(ctx), attempt_id, directory, declare_collection)
+            lambda: self.workspace.submit(
+                self.port_for(ctx), attempt_id, directory, declare_collection, file_deps
+            )
         )
 
 
-def _add(server: MCPServer, tool: Callable[..., CallToolResult], hints: ToolAnnotations) -> None:
-    server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""), annotations=hints)
+def _tool(fn: Callable[..., CallToolResult], hints: ToolAnnotations) -> Tool:
+    return lean_tool(
+        Tool.from_function(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints)
+    )
 
 
 def _claim(port: StudioloPort, task_id: str, lease_seconds: float | None) -> m.Claimed:
@@ -227,8 +273,10 @@ def _claim(port: StudioloPort, task_id: str, lease_seconds: float | None) -> m.C
     return m.Claimed(attempt=attempt, contract_hash=task.contract_hash, contract=task.contract)
 
 
-def _read(port: StudioloPort, path: str, revision: int | None) -> m.ArtifactContent:
+def _read(port: StudioloPort, path: str, revision: int | None, on_read: OnRead | None) -> m.ArtifactContent:
     art = port.artifact(path, revision)
+    if on_read is not None and revision is None:  # a past revision read on purpose is no dependency
+        on_read(art.path, art.revision)
     if art.digest is None:
         return m.ArtifactContent(artifact=art, encoding=None, content=None)
     data = port.get_blob(art.digest)
@@ -274,6 +322,43 @@ def _complete(
     )
     completion, replay = port.complete(task_id, request)
     return m.Completed(completion=completion, replay=replay)
+
+
+def _task_page(port: StudioloPort, status: str | None, limit: int, cursor: str | None) -> m.TaskList:
+    offset = _offset(cursor, status)
+    tasks = port.tasks(status, limit + 1, offset)  # one more: is there a next page?
+    more = len(tasks) > limit
+    return m.TaskList(tasks=tasks[:limit], next_cursor=_cursor(offset + limit, status) if more else None)
+
+
+def _cursor(offset: int, status: str | None) -> str:
+    return base64.urlsafe_b64encode(f"{status or ''}:{offset}".encode()).decode()
+
+
+def _offset(cursor: str | None, status: str | None) -> int:
+    """The offset a cursor stands for; one made for another status filter is refused."""
+    if cursor is None:
+        return 0
+    try:
+        made_for, _, offset = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+        value = int(offset)
+    except ValueError as exc:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        raise InvalidRequest("not a cursor list_tasks gave") from exc
+    if made_for != (status or "") or value < 0:
+        raise InvalidRequest("that cursor belongs to a listing with another status filter")
+    return value
+
+
+def _handoff(port: StudioloPort, task_id: str) -> m.HandoffRead:
+    """The handoff view; no handoff (`not_found`, the task itself visible) is a normal answer."""
+    try:
+        view = port.handoff_view(task_id)
+    except NotFound as exc:
+        if exc.reason != "not_found":  # `task_not_found`: the task, not its handoff
+            raise
+        return m.HandoffRead(task_id=task_id, handoff=None, contract_current=None, artifacts={})
+    current, refs = view.contract_current, view.artifacts
+    return m.HandoffRead(task_id=task_id, handoff=view.handoff, contract_current=current, artifacts=refs)
 
 
 def _task_events(port: StudioloPort, task_id: str, after: int, limit: int) -> m.TaskEvents:

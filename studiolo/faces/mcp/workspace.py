@@ -1,6 +1,12 @@
 """The agent's working directory, for the stdio server only: `checkout` writes artifacts and
 a manifest of the revisions read; `submit_workspace` diffs the directory against it.
 
+No work is lost: `checkout` into a directory overwrites (or removes, for a path the server
+deleted) only files that are unchanged since the last checkout there, and refuses, naming
+them, when a local file changed (`overwrite` replaces them anyway). Reads through the
+`read_artifact` tool are recorded for the session (`record_read`), so `submit_workspace`
+declares by default what the agent read, inside the checkout and outside it.
+
 Confinement: every path is written strictly inside the working directory (no `..`,
 absolute paths, `.git` segments, or symlinks, through `studiolo.client.write_confined`),
 every blob is checked against its digest, and a symlink found in the directory is never
@@ -12,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from contextlib import suppress
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -47,19 +54,34 @@ class _Manifest(BaseModel):
 class Workspace:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self.reads: dict[str, int] = {}  # path → the current revision read_artifact returned
 
-    def checkout(self, port: StudioloPort, directory: str, prefix: str) -> Checkout:
+    def record_read(self, path: str, revision: int) -> None:
+        """A read of the current revision through the tools (the latest read of a path wins)."""
+        self.reads[path] = revision
+
+    def checkout(self, port: StudioloPort, directory: str, prefix: str, overwrite: bool) -> Checkout:
         rel = self._directory(directory)
+        base = self.root / rel if rel else self.root
+        if base.resolve() != base:
+            raise InvalidPath(f"{rel} leads through a symlink; not writing through it")
         collection = port.collection(prefix)  # before the files: a later edit makes it stale, not wrong
+        arts = {a.path: a for a in port.artifacts(prefix) if a.digest is not None}
+        before = _previous_manifest(base)
+        changed = _local_changes(base, before, {p: a.digest for p, a in arts.items() if a.digest})
+        if changed and not overwrite:
+            raise InvalidRequest(_would_overwrite(rel, changed))
         files: dict[str, _Entry] = {}
-        for art in port.artifacts(prefix):
-            if art.digest is None:
-                continue
-            data = port.get_blob(art.digest)
-            if digest_bytes(data) != art.digest:
-                raise UntrustedResponse(f"the bytes of {art.path} do not match {art.digest}")
-            write_confined(self.root, _join(rel, art.path), data)
+        for art in arts.values():
+            assert art.digest is not None
+            if _local_digest(base, art.path) != art.digest:
+                data = port.get_blob(art.digest)
+                if digest_bytes(data) != art.digest:
+                    raise UntrustedResponse(f"the bytes of {art.path} do not match {art.digest}")
+                write_confined(self.root, _join(rel, art.path), data)
             files[art.path] = _Entry(revision=art.revision, digest=art.digest)
+        for gone in set(before) - set(arts):  # the server deleted it since the last checkout
+            _remove(base, gone)
         manifest = _Manifest(
             project_id=collection.project_id,
             prefix=collection.prefix,
@@ -74,10 +96,16 @@ class Workspace:
             prefix=collection.prefix,
             collection_revision=collection.revision,
             files={p: f.revision for p, f in files.items()},
+            overwritten=sorted(changed),
         )
 
     def submit(
-        self, port: StudioloPort, attempt_id: str, directory: str, declare_collection: bool
+        self,
+        port: StudioloPort,
+        attempt_id: str,
+        directory: str,
+        declare_collection: bool,
+        file_deps: dict[str, int],
     ) -> WorkspaceCandidate:
         rel = self._directory(directory)
         base = self.root / rel if rel else self.root
@@ -87,7 +115,8 @@ class Workspace:
         files, bases = _changes(port, manifest.files, _local_files(base))
         if not files:
             raise InvalidRequest(f"nothing changed in {rel or '.'} since the checkout")
-        deps = {p: e.revision for p, e in manifest.files.items() if p not in files}
+        read = {**self.reads, **{p: e.revision for p, e in manifest.files.items()}, **file_deps}
+        deps = {p: r for p, r in read.items() if p not in files}
         collections = {manifest.prefix: manifest.collection_revision} if declare_collection else {}
         draft = CandidateIn(files=files, bases=bases, file_deps=deps, collection_deps=collections)
         cand = port.submit_candidate(attempt_id, draft)
@@ -110,6 +139,57 @@ class Workspace:
 
 def _join(rel: str, path: str) -> str:
     return f"{rel}/{path}" if rel else path
+
+
+def _previous_manifest(base: Path) -> dict[str, _Entry]:
+    """The files of the checkout already in `base` (none: nothing was checked out there)."""
+    if not (base / MANIFEST).exists():
+        return {}
+    return _read_manifest(base).files
+
+
+def _local_changes(base: Path, before: dict[str, _Entry], incoming: dict[str, str]) -> list[str]:
+    """Paths a checkout would overwrite or remove although they changed since the last
+    checkout (or were never checked out): their local bytes are neither the checked-out
+    ones nor the incoming ones."""
+    changed = []
+    for path in sorted(set(before) | set(incoming)):
+        local = _local_digest(base, path)
+        if local is None and path not in before:
+            continue  # nothing there
+        known = before[path].digest if path in before else None
+        if local not in (known, incoming.get(path)) or (local is None and path in incoming):
+            changed.append(path)
+    return changed
+
+
+def _local_digest(base: Path, path: str) -> str | None:
+    """The digest of a regular file at `path` under `base`; None if absent; a symlink or a
+    directory there is never read (its "digest" is a marker no server digest equals)."""
+    full = base / path
+    try:
+        info = os.lstat(full)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(info.st_mode) or full.parent.resolve() != full.parent:
+        return "not-a-regular-file"
+    return digest_bytes(full.read_bytes())
+
+
+def _remove(base: Path, path: str) -> None:
+    """Remove a checked-out file the server deleted (only a regular file, never through a link)."""
+    full = base / path
+    with suppress(FileNotFoundError):
+        if full.parent.resolve() == full.parent and stat.S_ISREG(os.lstat(full).st_mode):
+            full.unlink()
+
+
+def _would_overwrite(rel: str, changed: list[str]) -> str:
+    shown = ", ".join(changed[:20]) + (f" and {len(changed) - 20} more" if len(changed) > 20 else "")
+    return (
+        f"checkout into {rel or '.'} would overwrite local changes to {shown}: submit them "
+        "(submit_workspace), move them away, or call checkout with overwrite=true to discard them"
+    )
 
 
 def _read_manifest(base: Path) -> _Manifest:

@@ -51,11 +51,11 @@ async def sign_in(request: Request, door: Door) -> Response:
     form = await form_of(request)
     check_csrf(request.cookies.get(SIGNIN_COOKIE), form)
     try:
-        door.authenticate(form.get("token", "").strip())
+        who = door.authenticate(form.get("token", "").strip())
     except Unauthenticated:
         ctx = {"csrf": form["csrf"], "me": None, "failed": True, "next": safe_next(form.get("next", ""))}
         return render(request, "sign_in.html", 401, **ctx)
-    session = _sessions(request).open(form["token"].strip())
+    session = _sessions(request).open(form["token"].strip(), who.id)
     response = _back(safe_next(form.get("next", "")))
     set_cookie(request, response, SESSION_COOKIE, session.id, max_age=int(_sessions(request).max_age))
     response.delete_cookie(SIGNIN_COOKIE, path="/ui")

@@ -55,6 +55,11 @@ EXPLANATIONS: Mapping[Reason, tuple[str, str]] = {
         "Someone else wrote a target file after the candidate's base revision.",
         "merge with the current content, resubmit with new bases, re-verify.",
     ),
+    Reason.PATH_CONFLICT: (
+        "Publishing the candidate would make a path both a file and a directory.",
+        "delete the file (or the files under the directory) in the same candidate, or write "
+        "elsewhere; resubmit, re-verify.",
+    ),
     Reason.EVIDENCE_UNTRUSTED: (
         "A cited receipt is unknown, badly signed, or from a verifier not admitted for its checker.",
         "obtain receipts from an admitted verifier.",
@@ -62,6 +67,11 @@ EXPLANATIONS: Mapping[Reason, tuple[str, str]] = {
     Reason.EVIDENCE_NOT_BOUND: (
         "A cited receipt is about another task, attempt, contract or candidate.",
         "have the exact candidate verified.",
+    ),
+    Reason.EVIDENCE_NOT_SEPARATE: (
+        "A cited pass was computed where the candidate's code ran, and the criterion forbids that.",
+        "have the candidate checked by a checker whose kind is `separate` (e.g. `outputs`), "
+        "or an admin migrates the contract.",
     ),
     Reason.EVIDENCE_MISSING: (
         "A required criterion has no trusted, bound receipt.",

@@ -46,26 +46,39 @@ class Session:
     token: str
     csrf: str
     expires: float
+    principal_id: str
 
 
 class Sessions:
-    """Server-side sessions in memory: lost on restart (sign in again), bounded in number."""
+    """Server-side sessions in memory: lost on restart (sign in again), bounded per principal.
+
+    A principal's new session beyond `per_principal` ends that principal's oldest one, never
+    anyone else's: a global cap let one principal sign in 10,000 times and so sign everyone
+    out. The total is bounded by the principals an admin created, times `per_principal`."""
 
     def __init__(
-        self, max_age: float = 8 * 3600, limit: int = 10_000, clock: Callable[[], float] = time.monotonic
+        self,
+        max_age: float = 8 * 3600,
+        per_principal: int = 16,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_age = max_age
-        self._limit = limit
+        self._per_principal = per_principal
         self._clock = clock
         self._lock = threading.Lock()
-        self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self._by_id: dict[str, Session] = {}
+        self._of: dict[str, OrderedDict[str, None]] = {}  # principal id → its session ids, oldest first
 
-    def open(self, token: str) -> Session:
-        s = Session(secrets.token_urlsafe(32), token, secrets.token_urlsafe(32), self._clock() + self.max_age)
+    def open(self, token: str, principal_id: str) -> Session:
+        sid, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        s = Session(sid, token, csrf, self._clock() + self.max_age, principal_id)
         with self._lock:
             self._by_id[s.id] = s
-            while len(self._by_id) > self._limit:
-                self._by_id.popitem(last=False)
+            mine = self._of.setdefault(principal_id, OrderedDict())
+            mine[s.id] = None
+            while len(mine) > self._per_principal:
+                oldest, _ = mine.popitem(last=False)
+                self._by_id.pop(oldest, None)
         return s
 
     def get(self, session_id: str | None) -> Session | None:
@@ -74,13 +87,23 @@ class Sessions:
         with self._lock:
             s = self._by_id.get(session_id)
             if s is not None and s.expires <= self._clock():
-                del self._by_id[session_id]
+                self._drop(s)
                 return None
             return s
 
     def close(self, session_id: str | None) -> None:
         with self._lock:
-            self._by_id.pop(session_id or "", None)
+            s = self._by_id.get(session_id or "")
+            if s is not None:
+                self._drop(s)
+
+    def _drop(self, s: Session) -> None:
+        self._by_id.pop(s.id, None)
+        mine = self._of.get(s.principal_id)
+        if mine is not None:
+            mine.pop(s.id, None)
+            if not mine:
+                del self._of[s.principal_id]
 
 
 def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int) -> None:

@@ -133,7 +133,7 @@ def work_task(live: Live, task_id: str, result: str = "pass", files: dict[str, b
 
 
 def studiolo_task_id(task: Task) -> str:
-    return str(dict(task.status.message.metadata)["studiolo_task_id"])
+    return str(dict(task.status.message.metadata)["studioloTaskId"])
 
 
 def in_thread(fn: Any, *args: Any) -> tuple[threading.Thread, list[Any]]:

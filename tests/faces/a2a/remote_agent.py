@@ -26,6 +26,7 @@ from a2a.types.a2a_pb2 import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    Artifact,
     Part,
     Task,
     TaskState,
@@ -47,13 +48,23 @@ from studiolo.keys import ServiceKey
 @dataclass
 class Scenario:
     """inline: sent in the task; detached: named only in the manifest, served at /files/<name>
-    once released (`serve` overrides the bytes served: tampering)."""
+    once released (`serve` overrides the bytes served: tampering, or a file served short).
+
+    `chunks`: each inline artifact is sent in that many parts (`append`); `sent` overrides the
+    inline bytes sent (tampering). `held` is what appears only `lag` seconds after the terminal
+    state (never, when `lag` is None): "manifest" (the manifest and the inline artifacts, as the
+    a2a-sdk emits them when an executor ends before adding artifacts) or "last_chunk" (the last
+    part of every inline artifact: still growing)."""
 
     inline: dict[str, bytes] = field(default_factory=lambda: {"summary.txt": b"attested\n"})
     detached: dict[str, bytes] = field(default_factory=dict)
     serve: dict[str, bytes] = field(default_factory=dict)
     released: set[str] = field(default_factory=set)
     end: str = "complete"  # complete | fail | cancel
+    chunks: int = 1
+    sent: dict[str, bytes] = field(default_factory=dict)
+    held: str = ""  # "" | "manifest" | "last_chunk"
+    lag: float | None = 0.0
     manifest_key: ServiceKey | None = None  # None: the card key
     streaming: bool = False  # the card says it streams (SubscribeToTask works while it runs)
     work_seconds: float = 0.0  # how long it works before its artifacts and terminal state
@@ -69,6 +80,7 @@ class RemoteAgent:
     url: str
     key: ServiceKey
     scenario: Scenario
+    store: InMemoryTaskStore = field(default_factory=InMemoryTaskStore)
 
     @property
     def pinned(self) -> dict[str, str]:
@@ -78,6 +90,7 @@ class RemoteAgent:
 class _Executor(AgentExecutor):
     def __init__(self, agent: RemoteAgent) -> None:
         self.agent = agent
+        self._late: list[asyncio.Task[None]] = []  # held-back artifacts, kept until they land
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         s = self.agent.scenario
@@ -91,16 +104,44 @@ class _Executor(AgentExecutor):
             await event_queue.enqueue_event(first)
         await up.start_work()
         await asyncio.sleep(s.work_seconds)
-        for name, data in s.inline.items():
-            await up.add_artifact([Part(raw=data, filename=name)], artifact_id=f"file:{name}", name=name)
-        envelope = self._manifest(context.task_id)
-        await up.add_artifact(
-            [Part(text=envelope, media_type="application/json")],
-            artifact_id=MANIFEST_ID,
-            name="signed artifact manifest",
-            extensions=[MANIFEST_EXTENSION],
-        )
+        if s.held != "manifest":
+            for name, data in s.inline.items():
+                parts = _chunks(s.sent.get(name, data), s.chunks)
+                for i, chunk in enumerate(parts[:-1] if s.held == "last_chunk" else parts):
+                    part = Part(raw=chunk, filename=name)
+                    await up.add_artifact([part], artifact_id=f"file:{name}", name=name, append=i > 0)
+            await up.add_artifact(
+                [Part(text=self._manifest(context.task_id), media_type="application/json")],
+                artifact_id=MANIFEST_ID,
+                name="signed artifact manifest",
+                extensions=[MANIFEST_EXTENSION],
+            )
         await {"complete": up.complete, "fail": up.failed, "cancel": up.cancel}[s.end]()
+        if s.held and s.lag is not None:
+            self._late.append(asyncio.create_task(self._after(context, s.lag)))
+
+    async def _after(self, context: RequestContext, lag: float) -> None:
+        """What was held back appears in the (already terminal) task `lag` seconds later."""
+        await asyncio.sleep(lag)
+        s = self.agent.scenario
+        assert context.task_id is not None
+        task = await self.agent.store.get(context.task_id, context.call_context)
+        assert task is not None
+        if s.held == "last_chunk":
+            for art in task.artifacts:
+                name = art.artifact_id.removeprefix("file:")
+                if name in s.inline:
+                    last = _chunks(s.sent.get(name, s.inline[name]), s.chunks)[-1]
+                    art.parts.append(Part(raw=last, filename=name))
+        else:
+            for name, data in s.inline.items():
+                parts = [Part(raw=c, filename=name) for c in _chunks(s.sent.get(name, data), s.chunks)]
+                task.artifacts.append(Artifact(artifact_id=f"file:{name}", name=name, parts=parts))
+            manifest = Part(text=self._manifest(context.task_id), media_type="application/json")
+            task.artifacts.append(
+                Artifact(artifact_id=MANIFEST_ID, parts=[manifest], extensions=[MANIFEST_EXTENSION])
+            )
+        await self.agent.store.save(task, context.call_context)
 
     def _manifest(self, task_id: str) -> str:
         s = self.agent.scenario
@@ -113,6 +154,12 @@ class _Executor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError
+
+
+def _chunks(data: bytes, n: int) -> list[bytes]:
+    """`data` in `n` consecutive parts (the last takes the remainder)."""
+    step = max(1, len(data) // n)
+    return [data[i * step : (i + 1) * step if i < n - 1 else len(data)] for i in range(n)]
 
 
 def _entry(aid: str, name: str, data: bytes, delivery: str) -> dict[str, Any]:
@@ -170,7 +217,7 @@ def remote_agent(scenario: Scenario, key: ServiceKey | None = None) -> Iterator[
     port = free_port()
     agent = RemoteAgent(f"http://127.0.0.1:{port}", key or ServiceKey.generate(), scenario)
     card = _card(agent.url, agent.key, scenario.streaming)
-    handler = DefaultRequestHandler(_Executor(agent), InMemoryTaskStore(), card)
+    handler = DefaultRequestHandler(_Executor(agent), agent.store, card)
     routes: list[Any] = [Route("/files/{name}", _files(agent), methods=["GET"])]
     routes += create_jsonrpc_routes(handler, "/a2a/jsonrpc")
     routes += create_agent_card_routes(card)

@@ -20,6 +20,7 @@ from studiolo.client import Client
 from studiolo.core.model import TaskStatus
 from studiolo.core.remote import RemoteDelegation, RemoteState
 from studiolo.faces.a2a.capped import CappedTransport, ResponseTooLarge
+from studiolo.faces.a2a.origins import OriginRefused
 from studiolo.faces.a2a.requester import Requester, _transient, fetch_verified_card
 from studiolo.faces.cli import build_app
 from studiolo.faces.http.server import ServerThread
@@ -43,8 +44,8 @@ class Side:
 
     def delegate(self, agent: RemoteAgent) -> RemoteDelegation:
         c, w = self.world.coord, self.world
-        with httpx.Client() as http:
-            card = fetch_verified_card(http, agent.url, agent.pinned)
+        org = c.set_remote_origins(w.admin, w.project_id, "acme", [agent.url])  # loopback: named
+        card = asyncio.run(fetch_verified_card(agent.url, org, deadline=5.0))
         d = c.delegate_remote(
             w.admin, self.task_id, "acme", agent_url=agent.url, card_digest=card.digest, card_kid=card.kid
         )
@@ -71,6 +72,7 @@ def settings_for(url: str, bound: float = 5.0) -> Settings:
         a2a_quiescence_bound=bound,
         a2a_backoff_initial=0.05,
         a2a_backoff_max=0.2,
+        a2a_confirm_seconds=0.05,
         a2a_request_timeout=5.0,
     )
 
@@ -113,10 +115,12 @@ def test_a_detached_artifact_after_completed_is_waited_for(side: Side, key: Serv
         d = side.delegate(agent)
         waiting = side.wait(d.id, RemoteState.AWAITING)
         assert waiting.remote_state == "completed"
-        time.sleep(0.3)  # the remote says COMPLETED; the bundle is still in flight
+        deadline = time.monotonic() + 10
+        while "bundle.bin" not in scenario.fetches:  # asked for, and not there yet
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
         assert side.world.coord.remote_state(d.id).state is RemoteState.AWAITING
         assert side.task_status() is TaskStatus.CLAIMED
-        assert "bundle.bin" in scenario.fetches  # it was asked for, and not there yet
         scenario.release("bundle.bin")
         done = side.wait(d.id, RemoteState.FINALIZED)
     assert side.task_status() is TaskStatus.COMPLETED and done.completion_id
@@ -151,9 +155,10 @@ def test_a_manifest_signed_by_an_unpinned_key(side: Side, key: ServiceKey) -> No
 
 
 def test_a_card_signed_by_an_unpinned_key_is_refused(side: Side) -> None:
-    other = {"k": ServiceKey.generate().public}  # the agent signs with its own, unpinned key
-    with remote_agent(Scenario()) as agent, httpx.Client() as http, pytest.raises(InvalidRequest) as err:
-        fetch_verified_card(http, agent.url, other)
+    c, w = side.world.coord, side.world  # acme pins `key`; this agent signs with its own
+    with remote_agent(Scenario()) as agent, pytest.raises(InvalidRequest) as err:
+        org = c.set_remote_origins(w.admin, w.project_id, "acme", [agent.url])
+        asyncio.run(fetch_verified_card(agent.url, org, deadline=5.0))
     assert err.value.reason == "signature_invalid"
 
 
@@ -226,7 +231,7 @@ def test_studiolo_delegates_to_another_studiolo_over_its_a2a_face(tmp_path: Path
     with ServerThread(a.coord, settings) as server:
         token = a.coord.rotate_token(a.admin, a.admin.id).token
         with Client(server.url, token, project=a.project_id) as client:
-            client.add_remote_org("partner", {b_key.kid: b_key.public})
+            client.add_remote_org("partner", {b_key.kid: b_key.public}, origins=[live.url])
             task = client.create_task(
                 "fix the answer", criteria={"done": "a2a-partner@1"}, scope=["remote/**"]
             )
@@ -320,6 +325,8 @@ def test_which_send_failures_are_tried_again() -> None:
     assert not _transient(_wrapped(_status(400)))
     assert not _transient(A2AClientError("the remote refused"))
     assert not _transient(ValueError("malformed"))
+    off = OriginRefused("http://10.0.0.1/a2a is not an allowed origin")  # a TransportError, but final
+    assert not _transient(_wrapped(off))
 
 
 def test_two_service_processes_on_one_ledger_send_a_delegation_once(side: Side, key: ServiceKey) -> None:

@@ -4,6 +4,7 @@ finalized once, and a further restart changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -12,8 +13,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import httpx
 
 from studiolo.core.model import TaskStatus
 from studiolo.core.remote import RemoteState
@@ -34,6 +33,7 @@ def serving(url: str, port: int, tmp: Path) -> Iterator[subprocess.Popen[bytes]]
         "STUDIOLO_A2A_POLL_SECONDS": "0.05",
         "STUDIOLO_A2A_BACKOFF_INITIAL": "0.05",
         "STUDIOLO_A2A_BACKOFF_MAX": "0.2",
+        "STUDIOLO_A2A_CONFIRM_SECONDS": "0.05",
         "STUDIOLO_A2A_QUIESCENCE_BOUND": "120",
     }
     log = (tmp / f"serve-{time.monotonic_ns()}.log").open("wb")
@@ -70,8 +70,8 @@ def test_sigkill_while_awaiting_quiescence_then_restart(tmp_path: Path) -> None:
     scenario = Scenario(detached={"bundle.bin": BIG})
     port = free_port()
     with remote_agent(scenario, key) as agent:
-        with httpx.Client() as http:
-            card = fetch_verified_card(http, agent.url, agent.pinned)
+        org = c.set_remote_origins(world.admin, world.project_id, "acme", [agent.url])  # loopback: named
+        card = asyncio.run(fetch_verified_card(agent.url, org, deadline=5.0))
         d = c.delegate_remote(
             world.admin, task.id, "acme", agent_url=agent.url, card_digest=card.digest, card_kid=card.kid
         )

@@ -9,9 +9,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from mcp import Client
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, TextContent
 
-from studiolo.faces.mcp.refusals import Refusal
+from studiolo.faces.mcp.refusals import REFUSAL_META, Refusal
 from tests.world import World
 
 
@@ -35,15 +35,26 @@ class Agent:
         return result.structured_content
 
     async def refused(self, name: str, **args: Any) -> dict[str, Any]:
+        """The refusal in `_meta`; its reason, failed predicates and hints are in the text too."""
         result = await self.call(name, **args)
         assert result.is_error, (name, result.structured_content)
-        assert result.structured_content is not None, result.content
-        return result.structured_content
+        return refusal_of(result)
+
+
+def refusal_of(result: CallToolResult) -> dict[str, Any]:
+    assert result.structured_content is None, result.structured_content  # never fails outputSchema
+    body: dict[str, Any] | None = (result.meta or {}).get(REFUSAL_META)
+    assert body is not None, result.content
+    text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+    assert f"refused: {body['reason']}" in text and ", ".join(body["failed"]) in text
+    assert all(h["hint"] in text for h in body["hints"])
+    return body
 
 
 async def check_schemas(*agents: Agent) -> set[str]:
     """Input and output schemas are valid JSON Schema; every recorded result validates
-    against its tool's output schema (a refusal against `Refusal`'s). Returns the tools called."""
+    against its tool's output schema; a refusal has no structured content and its `_meta`
+    validates against `Refusal`'s. Returns the tools called."""
     tools = {t.name: t for t in (await agents[0].client.list_tools()).tools}
     for tool in tools.values():
         Draft202012Validator.check_schema(tool.input_schema)
@@ -54,8 +65,11 @@ async def check_schemas(*agents: Agent) -> set[str]:
     for agent in agents:
         for name, result in agent.calls:
             called.add(name)
-            schema = refusal if result.is_error else Draft202012Validator(tools[name].output_schema or {})
-            errors = [e.message for e in schema.iter_errors(result.structured_content)]
+            if result.is_error:
+                errors = [e.message for e in refusal.iter_errors(refusal_of(result))]
+            else:
+                schema = Draft202012Validator(tools[name].output_schema or {})
+                errors = [e.message for e in schema.iter_errors(result.structured_content)]
             assert not errors, (name, errors)
     return called
 

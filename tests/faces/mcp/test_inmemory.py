@@ -74,6 +74,10 @@ def test_an_unknown_task_is_a_protocol_error_for_a_resource_and_a_refusal_for_a_
         with pytest.raises(MCPError) as missing:
             await a.client.read_resource("studiolo://tasks/tsk_missing000/contract")
         assert missing.value.code == -32602 and "task_not_found" in missing.value.message
+        for uri in ("studiolo://tasks/tsk_nope/contract", "studiolo://tasks/x%00y/contract"):
+            with pytest.raises(MCPError) as malformed:  # a malformed id names no resource either
+                await a.client.read_resource(uri)
+            assert malformed.value.code == -32602, (uri, malformed.value)
         refused = await a.refused("get_task", task_id="tsk_missing000")
         assert refused["reason"] == "task_not_found" and "read grant" in refused["hints"][0]["hint"]
         bad = await a.call("get_task")  # a missing argument: the SDK's own error, no refusal body
@@ -93,7 +97,7 @@ def test_checkout_stays_inside_the_working_directory(world: World, tmp_path: Pat
             assert refused["reason"] == "invalid_path", (directory, refused)
         os.symlink(outside, a.workdir / "link")
         refused = await a.refused("checkout", directory="link")
-        assert refused["reason"] == "untrusted_response"
+        assert refused["reason"] == "invalid_path"
         out = await a.ok("checkout", directory="work/here")
         assert (a.workdir / "work" / "here" / "src" / "input.txt").read_bytes() == b"21\n"
         assert out["manifest"] == "work/here/.studiolo-checkout.json"
@@ -139,5 +143,112 @@ def test_submit_workspace_derives_new_paths_deletions_and_reads(world: World, tm
         (work / ".studiolo-checkout.json").write_text('{"files": 3}')
         broken = await a.refused("submit_workspace", attempt_id=attempt, directory="w")
         assert broken["reason"] == "invalid_request" and "manifest" in broken["detail"]
+
+    _run(world, tmp_path, body)
+
+
+def test_no_handoff_is_a_normal_answer_an_unknown_task_a_refusal(world: World, tmp_path: Path) -> None:
+    task = world.new_task()
+
+    async def body(a: Agent, b: Agent) -> None:
+        none = await a.ok("read_handoff", task_id=task.id)
+        assert none == {"task_id": task.id, "handoff": None, "contract_current": None, "artifacts": {}}
+        assert (await a.refused("read_handoff", task_id="tsk_missing000"))["reason"] == "task_not_found"
+        claimed = await a.ok("claim_task", task_id=task.id)
+        await a.ok("leave_handoff", attempt_id=claimed["attempt"]["id"], notes="over to you")
+        left = await b.ok("read_handoff", task_id=task.id)
+        assert left["handoff"]["notes"] == "over to you" and left["contract_current"] is True
+        assert await check_schemas(a, b) >= {"read_handoff"}
+
+    _run(world, tmp_path, body)
+
+
+def test_list_tasks_pages_with_a_cursor(world: World, tmp_path: Path) -> None:
+    made = sorted(world.new_task(f"task {i}").id for i in range(7))  # one creation time: by id
+
+    async def body(a: Agent, b: Agent) -> None:
+        first = await a.ok("list_tasks")
+        assert first["next_cursor"] is None and [t["id"] for t in first["tasks"]] == made  # < one page
+        seen: list[str] = []
+        page = await a.ok("list_tasks", limit=3)
+        while True:
+            seen += [t["id"] for t in page["tasks"]]
+            if page["next_cursor"] is None:
+                break
+            page = await a.ok("list_tasks", limit=3, cursor=page["next_cursor"])
+        assert seen == made
+        two = await a.ok("list_tasks", limit=3)
+        wrong = await a.refused("list_tasks", status="open", cursor=two["next_cursor"])
+        assert wrong["reason"] == "invalid_request"
+        assert (await a.refused("list_tasks", cursor="%%%"))["reason"] == "invalid_request"
+        assert await check_schemas(a) == {"list_tasks"}
+
+    _run(world, tmp_path, body)
+
+
+def test_checkout_never_overwrites_local_changes_without_being_asked(world: World, tmp_path: Path) -> None:
+    world.edit("src/old.txt", b"old\n")
+
+    async def body(a: Agent, b: Agent) -> None:
+        assert a.workdir is not None
+        await a.ok("checkout", directory="w", prefix="src/")
+        work = a.workdir / "w" / "src"
+        (work / "answer.txt").write_text("my work\n")  # a local edit
+        (work / "extra.txt").write_text("mine\n")  # a local file the server does not have yet
+        world.edit("src/input.txt", b"22\n")
+        world.edit("src/extra.txt", b"theirs\n")
+        world.edit("src/old.txt", None)  # the server deleted it; the local copy is unchanged
+        refused = await a.refused("checkout", directory="w", prefix="src/")
+        assert refused["reason"] == "invalid_request" and "overwrite=true" in refused["detail"]
+        assert "src/answer.txt" in refused["detail"] and "src/extra.txt" in refused["detail"]
+        assert (work / "answer.txt").read_text() == "my work\n" and (work / "input.txt").read_text() == "21\n"
+        again = await a.ok("checkout", directory="w", prefix="src/", overwrite=True)
+        assert again["overwritten"] == ["src/answer.txt", "src/extra.txt"]
+        assert (work / "input.txt").read_text() == "22\n" and (work / "extra.txt").read_text() == "theirs\n"
+        assert not (work / "old.txt").exists()
+        unchanged = await a.ok("checkout", directory="w", prefix="src/")  # nothing local: no refusal
+        assert unchanged["overwritten"] == [] and unchanged["files"]["src/input.txt"] == 2
+
+    _run(world, tmp_path, body)
+
+
+def test_checkout_is_annotated_as_a_local_write_that_may_discard(world: World, tmp_path: Path) -> None:
+    async def body(a: Agent, b: Agent) -> None:
+        tools = {t.name: t for t in (await a.client.list_tools()).tools}
+        hints = tools["checkout"].annotations
+        assert hints is not None and hints.destructive_hint is True and hints.idempotent_hint is False
+        assert hints.read_only_hint is False
+
+    _run(world, tmp_path, body)
+
+
+def test_submit_workspace_declares_what_the_session_read(world: World, tmp_path: Path) -> None:
+    task = world.new_task()
+    spec = world.edit("docs/spec.txt", b"double it\n")
+    world.edit("docs/other.txt", b"other\n")
+    world.edit("docs/past.txt", b"v1\n")
+    world.edit("docs/past.txt", b"v2\n")
+
+    async def body(a: Agent, b: Agent) -> None:
+        assert a.workdir is not None
+        attempt = (await a.ok("claim_task", task_id=task.id))["attempt"]["id"]
+        await a.ok("read_artifact", path="docs/spec.txt")  # outside the checkout's prefix
+        await a.ok("read_artifact", path="docs/past.txt", revision=1)  # a past revision: no dependency
+        await a.ok("checkout", directory="w", prefix="src/")
+        (a.workdir / "w" / "src" / "answer.txt").write_text("42\n")
+        out = await a.ok(
+            "submit_workspace", attempt_id=attempt, directory="w", file_deps={"docs/other.txt": 1}
+        )
+        deps = out["candidate"]["file_deps"]
+        assert deps == {"src/input.txt": 1, "docs/spec.txt": spec, "docs/other.txt": 1}
+        world.edit("docs/spec.txt", b"triple it\n")  # what it read moved: the completion says so
+        world.receipt(world.coord.candidate(world.admin, out["candidate"]["id"]))
+        stale = await a.refused(
+            "complete_task",
+            task_id=task.id,
+            candidate_id=out["candidate"]["id"],
+            contract_hash=task.contract_hash,
+        )
+        assert stale["reason"] == "dependency_stale"
 
     _run(world, tmp_path, body)

@@ -241,3 +241,26 @@ def test_the_live_task_page_follows_a_heartbeat(
     fresh = re.search(r'data-lease="([^"]*)"', moved.text)
     assert fresh and fresh.group(1) != lease.group(1)
     assert web.get(url, params={**params, "lease": fresh.group(1)}, headers=fragment).status_code == 204
+
+
+def test_pages_may_not_be_framed(web: TestClient, tokens: dict[str, str]) -> None:
+    """Issue 32 (Also): `X-Frame-Options: DENY` beside the CSP's `frame-ancestors 'none'`."""
+    sign_in(web, tokens["human"])
+    for page in (web.get("/ui/sign-in"), web.get("/ui/")):
+        assert page.headers["x-frame-options"] == "DENY"
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def test_signing_in_many_times_evicts_only_ones_own_sessions(
+    web: TestClient, world: World, tokens: dict[str, str]
+) -> None:
+    """Issue 32 (Also): one principal signing in 10,000 times signed everyone out."""
+    from studiolo.faces.web.session import Sessions
+
+    sessions: Sessions = web.app.state.web_sessions  # type: ignore[attr-defined]
+    victim = sessions.open(tokens["admin"], world.admin.id)
+    mine = [sessions.open(tokens["human"], world.human.id) for _ in range(100)]
+    assert sessions.get(victim.id) == victim
+    assert [s for s in mine if sessions.get(s.id)] == mine[-16:]  # the oldest of its own went
+    sessions.close(mine[-1].id)
+    assert sessions.get(mine[-1].id) is None and sessions.get(mine[-2].id) == mine[-2]

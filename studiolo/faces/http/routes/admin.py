@@ -63,6 +63,14 @@ def revoke_tokens(principal_id: str, caller: Caller, door: Door) -> s.RevokedOut
     return s.RevokedOut(revoked=door.revoke_tokens(caller, principal_id))
 
 
+@router.post(
+    "/principals/{principal_id}/reconfirm",
+    summary="Vouch for a principal's tokens and verifier admissions a restore held (audited)",
+)
+def reconfirm(principal_id: str, caller: Caller, door: Door) -> s.ReconfirmedOut:
+    return s.ReconfirmedOut.model_validate(door.reconfirm(caller, principal_id))
+
+
 @router.put("/principals/{principal_id}/public-key", summary="Register a verifier's Ed25519 key")
 def set_public_key(principal_id: str, body: PublicKeyIn, caller: Caller, door: Door) -> s.PrincipalOut:
     return s.PrincipalOut.model_validate(door.set_public_key(caller, principal_id, body.public_key))

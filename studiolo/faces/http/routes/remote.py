@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import httpx
 from fastapi import APIRouter, Query, Request
 
 from studiolo.api import responses as s
-from studiolo.api.requests import DelegateIn, RemoteOrgIn, ReviewIn
+from studiolo.api.requests import DelegateIn, OriginsIn, RemoteOrgIn, ReviewIn
 from studiolo.faces.a2a.requester import delegate
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.rendered import RenderedRoute
@@ -23,8 +22,16 @@ router = APIRouter(prefix="/v1", tags=["delegation"], route_class=RenderedRoute)
     "/projects/{project_id}/remote-orgs", status_code=201, summary="Pin a remote organisation's keys"
 )
 def add_remote_org(project_id: str, body: RemoteOrgIn, caller: Caller, door: Door) -> s.RemoteOrgOut:
-    org = door.add_remote_org(caller, project_id, body.name, body.keys, body.target)
+    org = door.add_remote_org(caller, project_id, body.name, body.keys, body.target, body.origins)
     return s.RemoteOrgOut.model_validate(org)
+
+
+@router.put(
+    "/projects/{project_id}/remote-orgs/{name}/origins",
+    summary="Where the service may send requests for a remote organisation",
+)
+def set_origins(project_id: str, name: str, body: OriginsIn, caller: Caller, door: Door) -> s.RemoteOrgOut:
+    return s.RemoteOrgOut.model_validate(door.set_remote_origins(caller, project_id, name, body.origins))
 
 
 @router.get("/projects/{project_id}/remote-orgs", summary="Remote organisations and their pinned keys")
@@ -41,12 +48,13 @@ def revoke_remote_org(project_id: str, name: str, caller: Caller, door: Door) ->
 
 
 @router.post("/tasks/{task_id}/delegations", status_code=201, summary="Delegate a task to a remote A2A agent")
-def delegate_task(
+async def delegate_task(
     task_id: str, body: DelegateIn, caller: Caller, door: Door, request: Request
 ) -> s.DelegationOut:
+    """Async: the remote card is fetched on the event loop under a total deadline, so slow
+    remotes hold no thread of the pool every other request needs (the door calls use it)."""
     settings = request.app.state.settings
-    with httpx.Client(timeout=settings.a2a_request_timeout, follow_redirects=False) as http:
-        d = delegate(door, caller, task_id, body.org, body.agent_url, skill=body.skill, http=http)
+    d = await delegate(door, caller, task_id, body.org, body.agent_url, skill=body.skill, settings=settings)
     requester = getattr(request.app.state, "requester", None)
     if requester is not None:
         requester.kick()

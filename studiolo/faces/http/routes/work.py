@@ -30,6 +30,7 @@ def create_task(project_id: str, body: TaskIn, caller: Caller, door: Door) -> s.
         policy_version=body.policy_version,
         requires_deployment=body.requires_deployment,
         allow_evidence_reuse=body.allow_evidence_reuse,
+        separate_verdict=body.separate_verdict,
     )
     return s.TaskOut.model_validate(t)
 
@@ -60,7 +61,12 @@ def cancel_task(task_id: str, caller: Caller, door: Door, body: CancelIn | None 
 @router.post("/tasks/{task_id}/migrate", summary="Change the contract explicitly (a new hash)")
 def migrate_task(task_id: str, body: MigrateIn, caller: Caller, door: Door) -> s.TaskOut:
     t = door.migrate_task(
-        caller, task_id, criteria=body.criteria, scope=body.scope, policy_version=body.policy_version
+        caller,
+        task_id,
+        criteria=body.criteria,
+        scope=body.scope,
+        policy_version=body.policy_version,
+        separate_verdict=body.separate_verdict,
     )
     return s.TaskOut.model_validate(t)
 
