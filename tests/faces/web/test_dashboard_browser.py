@@ -180,6 +180,8 @@ def test_a_blocked_task_says_why_at_the_top(tab: Tab, site: Site) -> None:
     expect(blocked).to_contain_text("Blocked: the last completion was refused")
     expect(blocked).to_contain_text("dependency_stale: A file or collection the candidate read has changed")
     expect(blocked).to_contain_text("Recover: rebase on the current revisions")
+    detail = blocked.locator('.detail[data-kind="dependency_stale"]')  # the refusal's recorded detail
+    expect(detail).to_contain_text("src/input.txt changed from revision 1 to 2 by editor")
     top = page.evaluate("document.getElementById('blocked').getBoundingClientRect().top")
     first_card = page.evaluate(
         "document.querySelector('#live section:not(#blocked)').getBoundingClientRect().top"
