@@ -109,7 +109,7 @@ def _value(key: str, value: Any, names: Mapping[str, str]) -> str:
         return "; ".join(_value(key, v, names) for v in value)
     if isinstance(value, Mapping):
         return ", ".join(
-            f"{_label(str(k))} {_value(str(k), v, names)}" for k, v in value.items() if v is not None
+            f"{_label(str(k))} {_value(str(k), v, names)}" for k, v in value.items() if v not in (None, "")
         )
     return str(value)
 
