@@ -114,7 +114,7 @@ test_database_url() {  # the URL the tests use; creates the database (and, on a 
 # --- npm packages the tests drive (the TypeScript MCP SDK client) ---------------------------
 npm_for_tests() {
   local dir
-  for dir in tests/faces/mcp/ts; do
+  for dir in tests/faces/mcp/ts tests/faces/web/axe; do
     [ -f "$dir/package-lock.json" ] || continue
     have npm || die "the TypeScript MCP client tests need Node.js and npm: sudo apt-get install -y nodejs npm"
     if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
