@@ -173,7 +173,8 @@ class Pygit2:
             builder.insert(parts[0], blob, pg.enums.FileMode.BLOB)
         else:
             entry = builder.get(parts[0])
-            builder.insert(parts[0], self._put(entry.id if entry else None, parts[1:], blob), pg.enums.FileMode.TREE)
+            sub = self._put(entry.id if entry else None, parts[1:], blob)
+            builder.insert(parts[0], sub, pg.enums.FileMode.TREE)
         return builder.write()
 
     def _commit(self, i: int) -> str:
@@ -190,7 +191,10 @@ class Pygit2:
         return str(oid)
 
 
-def _measure(make: Callable[[Path], Plumbing | Dulwich | Pygit2], files: dict[str, bytes], n: int) -> dict[str, object]:
+Mechanism = Plumbing | Dulwich | Pygit2
+
+
+def _measure(make: Callable[[Path], Mechanism], files: dict[str, bytes], n: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         mech = make(Path(tmp) / "repo.git")
         t0 = time.perf_counter()
@@ -219,7 +223,7 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=50)
     args = ap.parse_args()
     files = _files(args.files)
-    makers: list[Callable[[Path], Plumbing | Dulwich | Pygit2]] = [Plumbing]
+    makers: list[Callable[[Path], Mechanism]] = [Plumbing]
     for module, cls in (("dulwich", Dulwich), ("pygit2", Pygit2)):
         try:
             __import__(module)

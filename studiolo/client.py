@@ -45,7 +45,7 @@ from studiolo._exceptions import (
 )
 from studiolo.api import responses as s
 from studiolo.core.canonical import digest_bytes
-from studiolo.core.enums import Action, PrincipalKind
+from studiolo.core.enums import Action, FileMode, PrincipalKind
 from studiolo.core.paths import normalize_path
 from studiolo.core.reasons import Reason
 
@@ -439,14 +439,19 @@ class Client:
             return 0
 
     def edit_artifact(
-        self, path: str, digest: str | None, base_revision: int, *, project: str | None = None
+        self,
+        path: str,
+        digest: str | None,
+        base_revision: int,
+        *,
+        project: str | None = None,
+        mode: FileMode | None = None,
     ) -> s.ArtifactOut:
         from studiolo.api import requests as q
 
         url = f"{self._p(project)}/artifacts/{_path(path)}"
-        return self._one(
-            s.ArtifactOut, "PUT", url, q.ArtifactEditIn(digest=digest, base_revision=base_revision)
-        )
+        edit = q.ArtifactEditIn(digest=digest, base_revision=base_revision, mode=mode)
+        return self._one(s.ArtifactOut, "PUT", url, edit)
 
     def collection(self, prefix: str, *, project: str | None = None) -> s.CollectionOut:
         return self._one(s.CollectionOut, "GET", f"{self._p(project)}/collections", params={"prefix": prefix})

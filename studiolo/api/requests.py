@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic_core import ErrorDetails
 
 from studiolo._exceptions import InvalidRequest
-from studiolo.core.enums import Action, PrincipalKind
+from studiolo.core.enums import Action, FileMode, PrincipalKind
 
 __all__ = [
     "ArtifactEditIn",
@@ -164,6 +164,9 @@ class ReassignIn(_In):
 class ArtifactEditIn(_In):
     digest: Short | None = Field(description="blob digest of the new content; null deletes (a tombstone)")
     base_revision: Rev = Field(description="the revision this edit replaces (0: the path must not exist)")
+    mode: FileMode | None = Field(
+        default=None, description="regular or executable; null keeps the path's (regular when new)"
+    )
 
 
 class CandidateIn(_In):

@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
+from studiolo.core.enums import FileMode
+
 __all__ = [
     "ArtifactOut",
     "AttemptOut",
@@ -222,6 +224,7 @@ class ArtifactOut(_Out):
     digest: str | None
     deleted: bool
     updated_at: float
+    mode: FileMode
 
 
 class CollectionOut(_Out):

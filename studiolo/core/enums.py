@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Action", "AttemptStatus", "PrincipalKind", "ReceiptResult", "TaskStatus"]
+__all__ = ["Action", "AttemptStatus", "FileMode", "PrincipalKind", "ReceiptResult", "TaskStatus"]
 
 
 class PrincipalKind(StrEnum):
@@ -44,3 +44,10 @@ class AttemptStatus(StrEnum):
 class ReceiptResult(StrEnum):
     PASS = "pass"
     FAIL = "fail"
+
+
+class FileMode(StrEnum):
+    """An artifact revision's mode: git's 100644 and 100755 (no symlinks, no submodules)."""
+
+    REGULAR = "regular"
+    EXECUTABLE = "executable"

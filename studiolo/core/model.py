@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studiolo.core.canonical import digest_json
-from studiolo.core.enums import Action, AttemptStatus, PrincipalKind, ReceiptResult, TaskStatus
+from studiolo.core.enums import Action, AttemptStatus, FileMode, PrincipalKind, ReceiptResult, TaskStatus
 from studiolo.core.paths import matches_any
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "Contract",
     "Criterion",
     "Event",
+    "FileMode",
     "Grant",
     "Handoff",
     "Observation",
@@ -185,6 +186,7 @@ class Artifact:
     revision: int
     digest: str | None  # None: a tombstone
     updated_at: float
+    mode: FileMode = FileMode.REGULAR
 
     @property
     def deleted(self) -> bool:

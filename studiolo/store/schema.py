@@ -161,6 +161,7 @@ artifacts = Table(
     Column("revision", BigInteger, nullable=False),
     Column("digest", String(80), nullable=True),  # NULL: tombstone
     Column("updated_at", Float, nullable=False),
+    Column("mode", String(16), nullable=False, server_default="regular"),  # or "executable"
 )
 
 artifact_revisions = Table(
@@ -173,6 +174,7 @@ artifact_revisions = Table(
     Column("changed_at", Float, nullable=False),
     Column("actor", String(ID), nullable=True),
     Column("cause", String(80), nullable=False),  # "edit" or a completion id
+    Column("mode", String(16), nullable=False, server_default="regular"),  # or "executable"
 )
 
 collections = Table(

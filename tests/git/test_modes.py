@@ -1,0 +1,33 @@
+"""An artifact revision's mode: set by a direct edit, kept by a completion and by an edit
+that names none (on both back-ends)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from studiolo.core.model import FileMode
+from tests.world import FakeClock, build_world
+
+
+def test_a_mode_is_set_by_an_edit_and_kept_by_a_completion(tmp_path: Path, store_url: str) -> None:
+    w = build_world(tmp_path, FakeClock(), store_url)
+    c, pid = w.coord, w.project_id
+    assert c.read_artifact(w.admin, pid, "src/input.txt").artifact.mode is FileMode.REGULAR
+    run = w.put(b"#!/bin/sh\necho hi\n")
+    art = c.edit_artifact(w.human, pid, "src/run.sh", run, 0, FileMode.EXECUTABLE)
+    assert art.mode is FileMode.EXECUTABLE
+    task = w.new_task()
+    attempt = c.claim(w.agent, task.id)
+    cand = w.candidate(attempt, {"src/run.sh": b"#!/bin/sh\necho bye\n", "src/new.txt": b"new\n"})
+    w.complete(task, attempt, cand, [w.receipt(cand).id])
+    arts = {a.path: a for a in c.list_artifacts(w.admin, pid)}
+    assert arts["src/run.sh"].mode is FileMode.EXECUTABLE
+    assert arts["src/run.sh"].revision == 2
+    assert arts["src/new.txt"].mode is FileMode.REGULAR
+    history = w.coord.store.read(lambda tx: tx.content.history(pid, "src/run.sh"))
+    assert [h["mode"] for h in history] == [FileMode.EXECUTABLE, FileMode.EXECUTABLE]
+    w.edit("src/run.sh", b"plain\n")  # names no mode: keeps it
+    assert c.read_artifact(w.admin, pid, "src/run.sh").artifact.mode is FileMode.EXECUTABLE
+    art = c.edit_artifact(w.human, pid, "src/run.sh", w.put(b"x\n"), 3, FileMode.REGULAR)
+    assert art.mode is FileMode.REGULAR
+    assert c.read_artifact(w.admin, pid, "src/run.sh", 2).artifact.mode is FileMode.EXECUTABLE
