@@ -29,6 +29,7 @@ __all__ = [
     "Principal",
     "PrincipalKind",
     "Project",
+    "Publication",
     "Receipt",
     "ReceiptResult",
     "Task",
@@ -344,3 +345,18 @@ class Event:
     at: float
     prev_hash: str
     hash: str
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One change to a project's artifacts, as the publication log records it: what a
+    projection (the git repository) replays. `changes`: path → (digest, mode), the digest
+    None for a delete, the mode None where the change keeps the path's mode."""
+
+    project_id: str
+    version: int  # the seq of the change's audit event: the ledger's commit version
+    kind: str  # "completion", "edit", "import" or "baseline"
+    actor: str | None
+    at: float
+    changes: Mapping[str, tuple[str | None, FileMode | None]]
+    meta: Mapping[str, Any]

@@ -202,9 +202,12 @@ class ContentOps(Door):
                 self._require_blobs(tx, caller, project_id, [digest])
                 tx.content.add_blob_ref(project_id, [digest])
             rev = tx.content.write_artifact(project_id, norm, digest, tx.now, caller.id, "edit", mode)
-            self.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
+            seq = self.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
             art = tx.content.artifact(project_id, norm)
             assert art is not None
+            meta = {"title": f"{'Edit' if digest else 'Delete'} {norm}", "path": norm, "revision": rev}
+            change = {norm: (digest, art.mode)}
+            tx.publications.append(project_id, seq, "edit", caller.id, tx.now, change, meta)
             return art
 
         return self.write_in(project_id, run)

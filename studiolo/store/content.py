@@ -74,13 +74,22 @@ def _values(n: int, names: tuple[str, ...], literal: str = "") -> str:
     return ", ".join(f"(:p, {row})" for row in rows)
 
 
+# A completion keeps a live path's mode; a tombstone is regular, and so is a path that comes back.
+_KEEP_MODE = (
+    "mode = CASE WHEN excluded.digest IS NULL OR artifacts.digest IS NULL"  # keep
+    " THEN 'regular' ELSE artifacts.mode END"
+)
+
+
 @functools.lru_cache(maxsize=64)
 def _upsert_artifacts(n: int) -> str:
     return (
         "INSERT INTO artifacts (project_id, path, digest, updated_at, revision) VALUES "
         + _values(n, ("path", "d", "at"), "1")
         + " ON CONFLICT (project_id, path) DO UPDATE SET revision = artifacts.revision + 1,"
-        " digest = excluded.digest, updated_at = excluded.updated_at RETURNING path, revision"
+        " digest = excluded.digest, updated_at = excluded.updated_at, "
+        + _KEEP_MODE
+        + " RETURNING path, revision"
     )
 
 
@@ -94,7 +103,7 @@ def _move_artifacts(n: int) -> str:
         + _values(n, ("path", "d", "at", "rev"))
         + " ON CONFLICT (project_id, path) DO UPDATE SET revision ="
         " CASE WHEN artifacts.revision + 1 = excluded.revision THEN excluded.revision END,"
-        " digest = excluded.digest, updated_at = excluded.updated_at"
+        " digest = excluded.digest, updated_at = excluded.updated_at, " + _KEEP_MODE
     )
 
 
@@ -106,13 +115,16 @@ def _add_blob_refs(n: int) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _insert_revisions(n: int) -> str:
-    """The history rows of a completion: each keeps the mode its pointer has (a candidate
-    changes bytes, not modes), read by primary key; a new path is regular. (Whether the
-    pointer's statement ran yet does not matter: it never changes a mode.)"""
+    """The history rows of a completion: a changed live path keeps the mode its pointer has
+    (a candidate changes bytes, not modes), read by primary key; a new path, a delete and a
+    path that comes back are regular (`_KEEP_MODE`). Whether the pointer's statement ran yet
+    does not matter: it changes no live path's mode."""
     # The casts: a parameter both inserted (varchar) and compared (text) needs one type on PostgreSQL.
     mode = (
-        "COALESCE((SELECT a.mode FROM artifacts a"
-        " WHERE a.project_id = CAST(:p AS VARCHAR) AND a.path = CAST(:path_{i} AS VARCHAR)), 'regular')"
+        "CASE WHEN CAST(:d_{i} AS VARCHAR) IS NULL THEN 'regular'"
+        " ELSE COALESCE((SELECT a.mode FROM artifacts a"
+        " WHERE a.project_id = CAST(:p AS VARCHAR) AND a.path = CAST(:path_{i} AS VARCHAR)"
+        " AND a.digest IS NOT NULL), 'regular') END"
     )
     rows = (
         f"(:p, :path_{i}, :rev_{i}, :d_{i}, :at_{i}, :actor_{i}, :cause_{i}, {mode.format(i=i)})"
@@ -281,10 +293,14 @@ class ContentRepo:
         mode: FileMode | None = None,
     ) -> int:
         """Move the pointer of `path`; bump its revision and every ancestor's. Returns it.
-        `mode` None keeps the path's mode (regular for a new path)."""
+        `mode` None keeps a live path's mode (else regular); a tombstone is regular."""
         current = self.artifact(project_id, path)
         revision = (current.revision if current else 0) + 1
-        mode = mode or (current.mode if current else FileMode.REGULAR)
+        if digest is None:
+            mode = FileMode.REGULAR  # a tombstone is regular
+        elif mode is None:
+            live = current is not None and current.digest is not None
+            mode = current.mode if current is not None and live else FileMode.REGULAR
         if current is None:
             values = {"project_id": project_id, "path": path, "revision": revision, "digest": digest}
             self._c.execute(_INSERT_ARTIFACT, {**values, "updated_at": at, "mode": mode.value})

@@ -31,3 +31,18 @@ def test_a_mode_is_set_by_an_edit_and_kept_by_a_completion(tmp_path: Path, store
     art = c.edit_artifact(w.human, pid, "src/run.sh", w.put(b"x\n"), 3, FileMode.REGULAR)
     assert art.mode is FileMode.REGULAR
     assert c.read_artifact(w.admin, pid, "src/run.sh", 2).artifact.mode is FileMode.EXECUTABLE
+
+
+def test_a_tombstone_is_regular_and_so_is_a_path_that_comes_back(tmp_path: Path, store_url: str) -> None:
+    w = build_world(tmp_path, FakeClock(), store_url)
+    c, pid = w.coord, w.project_id
+    c.edit_artifact(w.human, pid, "src/run.sh", w.put(b"#!/bin/sh\n"), 0, FileMode.EXECUTABLE)
+    task = w.new_task()
+    attempt = c.claim(w.agent, task.id)
+    cand = w.candidate(attempt, {"src/run.sh": None})
+    w.complete(task, attempt, cand, [w.receipt(cand).id])
+    assert c.read_artifact(w.admin, pid, "src/run.sh").artifact.mode is FileMode.REGULAR
+    w.edit("src/run.sh", b"back\n")
+    assert c.read_artifact(w.admin, pid, "src/run.sh").artifact.mode is FileMode.REGULAR
+    history = w.coord.store.read(lambda tx: tx.content.history(pid, "src/run.sh"))
+    assert [h["mode"] for h in history] == [FileMode.EXECUTABLE, FileMode.REGULAR, FileMode.REGULAR]

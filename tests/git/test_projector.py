@@ -1,0 +1,90 @@
+"""Publication: every change to a project's artifacts is one commit, a pure function of the
+ledger; a completion's receipt is a DSSE-signed in-toto note the JWKS verifies."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pygit2
+
+from studiolo.core.model import FileMode
+from studiolo.git import BRANCH, CHECKPOINTS, NOTES
+from studiolo.git.dsse import open_envelope
+from studiolo.git.message import VSA
+from tests.git.helpers import branch_files, ledger_files, projector_for
+from tests.world import World
+
+
+def _complete(w: World, files: dict[str, bytes | None], title: str = "double the number") -> str:
+    task = w.new_task(title)
+    attempt = w.coord.claim(w.agent, task.id)
+    cand = w.candidate(attempt, files)
+    return w.complete(task, attempt, cand, [w.receipt(cand).id]).completion.id
+
+
+def _history(repo: pygit2.Repository) -> list[pygit2.Commit]:
+    head = repo.references.get(BRANCH)
+    return list(repo.walk(head.target, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE))
+
+
+def test_each_change_is_one_commit_whose_tree_is_the_ledgers(world: World, tmp_path: Path) -> None:
+    w = world
+    w.coord.edit_artifact(w.human, w.project_id, "src/run.sh", w.put(b"#!/bin/sh\n"), 0, FileMode.EXECUTABLE)
+    completion = _complete(w, {"src/answer.txt": b"42\n", "src/run.sh": b"#!/bin/sh\necho 42\n"})
+    w.edit("src/input.txt", None)  # a delete
+    projector = projector_for(w, tmp_path / "git")
+    assert projector.run_once() == 5  # two edits by the world, one here, a completion, a delete
+    assert branch_files(projector, w.project_id) == ledger_files(w)
+    assert branch_files(projector, w.project_id)["src/run.sh"][1] is FileMode.EXECUTABLE
+    repo = projector.repo(w.project_id).repo
+    commits = _history(repo)
+    assert [len(c.parents) for c in commits] == [0, 1, 1, 1, 1]
+    done = commits[3]
+    assert done.message.startswith("double the number\n\n")
+    assert f"Studiolo-Receipt: {completion}" in done.message
+    assert done.author.email.startswith(w.agent.id) and done.committer.name == "Studiolo"
+    assert done.author.time == int(w.clock())
+    assert projector.run_once() == 0  # nothing new: nothing moves
+    assert repo.references.get(CHECKPOINTS) is not None
+
+
+def test_the_note_verifies_with_the_jwks_alone(world: World, tmp_path: Path) -> None:
+    w = world
+    completion = _complete(w, {"src/answer.txt": b"42\n"})
+    projector = projector_for(w, tmp_path / "git")
+    projector.run_once()
+    repo = projector.repo(w.project_id).repo
+    done = _history(repo)[-1]
+    note = repo.lookup_note(str(done.id), NOTES).message
+    statement = open_envelope(json.loads(note), w.coord.jwks())
+    assert statement["predicateType"] == VSA
+    assert statement["subject"][0]["digest"] == {"gitCommit": str(done.id)}
+    receipt = statement["predicate"]["studiolo"]["receipt"]
+    assert receipt["completion_id"] == completion
+    tampered = json.loads(note)
+    tampered["payload"] = tampered["payload"][:-8] + "AAAAAAA="
+    try:
+        open_envelope(tampered, w.coord.jwks())
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a changed payload verified")
+
+
+def test_a_repository_rebuilt_from_the_ledger_has_the_same_ids(world: World, tmp_path: Path) -> None:
+    w = world
+    _complete(w, {"src/answer.txt": b"42\n"})
+    w.edit("docs/a.md", b"a\n")
+    first = projector_for(w, tmp_path / "one")
+    first.run_once()
+    before = first.repo(w.project_id).tip(BRANCH)[0], first.repo(w.project_id).tip(NOTES)[0]
+    shutil.rmtree(tmp_path / "one")
+    again = projector_for(w, tmp_path / "one")
+    again.batch = 1  # one publication a pass: another path to the same objects
+    again.run_once()
+    other = projector_for(w, tmp_path / "two")
+    other.run_once()
+    for p in (again, other):
+        assert (p.repo(w.project_id).tip(BRANCH)[0], p.repo(w.project_id).tip(NOTES)[0]) == before
