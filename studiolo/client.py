@@ -401,6 +401,24 @@ class Client:
         return self._one(s.HandoffViewOut, "GET", f"/v1/tasks/{_seg(task_id)}/handoff")
 
     # content -------------------------------------------------------------------
+    def git_status(self, *, project: str | None = None) -> s.GitStatusOut:
+        """Which ledger version the project's git branch reflects, and whether it lags."""
+        return self._one(s.GitStatusOut, "GET", f"{self._p(project)}/git")
+
+    def git_import(
+        self,
+        files: dict[str, tuple[str, FileMode]],
+        source: dict[str, str],
+        *,
+        project: str | None = None,
+    ) -> s.GitImportOut:
+        """Make a tree (path → (digest, mode), blobs uploaded first) the project's artifacts."""
+        from studiolo.api import requests as q
+
+        tree = {p: q.ImportedFile(digest=d, mode=m) for p, (d, m) in files.items()}
+        body = q.GitImportIn(files=tree, source=source)
+        return self._one(s.GitImportOut, "POST", f"{self._p(project)}/git/import", body)
+
     def put_blob(self, data: bytes) -> s.BlobOut:
         headers = {"Content-Type": "application/octet-stream"}
         return self._one(s.BlobOut, "POST", "/v1/blobs", content=data, headers=headers)

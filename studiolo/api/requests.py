@@ -25,8 +25,10 @@ __all__ = [
     "CollectGarbageIn",
     "CompleteIn",
     "DelegateIn",
+    "GitImportIn",
     "GrantIn",
     "HandoffIn",
+    "ImportedFile",
     "IntakeIn",
     "LeaseIn",
     "MigrateIn",
@@ -228,3 +230,15 @@ class DelegateIn(_In):
 class ReviewIn(_In):
     decision: Literal["finalize", "reject"]
     note: Annotated[str, Field(max_length=2000)] = ""
+
+
+class ImportedFile(_In):
+    digest: Short = Field(description="blob digest of the file's bytes (uploaded first)")
+    mode: FileMode = FileMode.REGULAR
+
+
+class GitImportIn(_In):
+    files: dict[str, ImportedFile] = Field(description="the whole tree: normalized path → file")
+    source: dict[str, Short] = Field(
+        default_factory=dict, description="where it came from: `commit`, `ref`, `repository`"
+    )

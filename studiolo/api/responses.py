@@ -29,6 +29,8 @@ __all__ = [
     "ContractOut",
     "DelegationOut",
     "EventOut",
+    "GitImportOut",
+    "GitStatusOut",
     "GrantOut",
     "HandoffOut",
     "HandoffRefOut",
@@ -332,3 +334,25 @@ class DelegationOut(_Out):
     created_by: str
     created_at: float
     updated_at: float
+
+
+class GitStatusOut(_Out):
+    """The read rule: which ledger version the branch reflects, and whether it lags."""
+
+    project_id: str
+    branch: str
+    commit: str | None
+    published_version: int
+    ledger_version: int
+    pending: int
+    current: bool
+    notes_version: int
+    checkpoint: str | None
+
+
+class GitImportOut(_Out):
+    version: int
+    written: int
+    deleted: int
+    unchanged: int
+    tree_digest: str
