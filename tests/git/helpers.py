@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from studiolo.core.model import FileMode
-from studiolo.git import BRANCH, Projector
+from studiolo.git.projector import Projector
+from studiolo.git.repository import BRANCH
 from tests.world import World
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pygit2
 
 from studiolo.core.model import FileMode
-from studiolo.git import BRANCH, CHECKPOINTS, NOTES
 from studiolo.git.dsse import open_envelope
 from studiolo.git.message import VSA
+from studiolo.git.repository import BRANCH, CHECKPOINTS, NOTES
 from tests.git.helpers import branch_files, ledger_files, projector_for
 from tests.world import World
 

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from studiolo.core.model import FileMode
-from studiolo.git import BRANCH
 from studiolo.git.message import version_of
+from studiolo.git.repository import BRANCH
 from tests.git.helpers import ledger_files, projector_for
 from tests.world import World, build_world
 

@@ -15,15 +15,14 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from studiolo.git import BRANCH, NOTES, GitRepo
-from studiolo.git.repository import RefMoved
+from studiolo.git.repository import BRANCH, NOTES, GitRepo, RefMoved
 from tests.git.helpers import projector_for
 from tests.world import World, build_world
 
 _CHILD = """
 import os, signal, sys
 from pathlib import Path
-from studiolo.git import Projector
+from studiolo.git.projector import Projector
 from studiolo.git.repository import GitRepo
 from studiolo.store import Store
 
