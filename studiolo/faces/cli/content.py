@@ -139,8 +139,11 @@ def submit(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Upload a directory's changed files as a candidate of your attempt (a git working
-    tree from `checkout --git`: its changes against the base commit, docs/git.md)."""
+    """Upload a directory's changed files as a candidate of your attempt.
+
+    A git working tree from `checkout --git`: its changes against the base commit, untracked
+    files included, ignored ones not; default reads: the unchanged files beside the change
+    (docs/git.md)."""
     st = state(ctx, json_out)
     from studiolo.git.worktree import is_git_checkout
 
