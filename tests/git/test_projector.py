@@ -88,3 +88,33 @@ def test_a_repository_rebuilt_from_the_ledger_has_the_same_ids(world: World, tmp
     other.run_once()
     for p in (again, other):
         assert (p.repo(w.project_id).tip(BRANCH)[0], p.repo(w.project_id).tip(NOTES)[0]) == before
+
+
+def test_concurrent_completions_make_a_linear_history_in_version_order(world: World, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    w = world
+    prepared = []
+    for i in range(12):
+        task = w.new_task(f"task {i}")
+        attempt = w.coord.claim(w.agent if i % 2 else w.agent2, task.id)
+        cand = w.candidate(
+            attempt, {f"src/out/{i}.txt": f"{i}\n".encode()}, who=w.agent if i % 2 else w.agent2
+        )
+        prepared.append((task, attempt, cand, [w.receipt(cand).id], w.agent if i % 2 else w.agent2))
+    projector = projector_for(w, tmp_path / "git")
+    projector.start()  # publishing while they commit
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            done = list(pool.map(lambda p: w.complete(p[0], p[1], p[2], p[3], who=p[4]), prepared))
+    finally:
+        projector.stop()
+    projector.run_once()
+    repo = projector.repo(w.project_id).repo
+    commits = _history(repo)
+    assert all(len(c.parents) <= 1 for c in commits)  # linear
+    versions = [int(c.message.split("Studiolo-Version: ")[1].split()[0]) for c in commits]
+    assert versions == sorted(versions)
+    accepted = sorted(d.completion.commit_version for d in done)
+    assert [v for v in versions if v in set(accepted)] == accepted  # one commit per accepted change
+    assert branch_files(projector, w.project_id) == ledger_files(w)
