@@ -15,18 +15,28 @@ import json
 import os
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MANIFEST", "WorkTreeChanges", "changes", "checkout", "is_git_checkout", "read_manifest"]
+__all__ = [
+    "MANIFEST",
+    "Rebased",
+    "WorkTreeChanges",
+    "changes",
+    "checkout",
+    "is_git_checkout",
+    "read_manifest",
+    "rebase",
+]
 
 MANIFEST = "studiolo-checkout.json"  # under .git/
 
 
-def _git(cwd: Path, *args: str, header: str | None = None) -> bytes:
+def _git(cwd: Path, *args: str, header: str | None = None, env: dict[str, str] | None = None) -> bytes:
     pre = ["-c", f"http.extraHeader={header}"] if header else []
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     done = subprocess.run(["git", *pre, *args], cwd=cwd, capture_output=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()}")
@@ -57,18 +67,11 @@ def _tree(directory: Path, commit: str) -> dict[str, tuple[str, str]]:
     return out
 
 
-def checkout(
-    url: str,
-    token: str | None,
-    directory: Path,
-    artifacts: dict[str, tuple[int, str]],
-    status: dict[str, Any],
+def _record(
+    directory: Path, head: str, artifacts: dict[str, tuple[int, str]], status: dict[str, Any]
 ) -> dict[str, Any]:
-    """Clone `url` into `directory` and record the manifest; `artifacts`: the ledger's
-    path → (revision, digest), read after the clone. Raises if they disagree."""
-    header = f"Authorization: Bearer {token}" if token else None
-    _git(Path.cwd(), "clone", "-q", url, str(directory), header=header)
-    head = _git(directory, "rev-parse", "HEAD").decode().strip()
+    """The manifest of the work tree at `head` (checked out, unchanged): each file's ledger
+    revision, its digest checked against the bytes; raises if the ledger moved meanwhile."""
     files: dict[str, dict[str, Any]] = {}
     moved = []
     for path in _tree(directory, head):
@@ -86,6 +89,66 @@ def checkout(
     manifest["published_version"] = status["published_version"]
     (directory / ".git" / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
+
+
+def checkout(
+    url: str,
+    token: str | None,
+    directory: Path,
+    artifacts: dict[str, tuple[int, str]],
+    status: dict[str, Any],
+) -> dict[str, Any]:
+    """Clone `url` into `directory` and record the manifest; `artifacts`: the ledger's
+    path → (revision, digest), read after the clone. Raises if they disagree."""
+    header = f"Authorization: Bearer {token}" if token else None
+    _git(Path.cwd(), "clone", "-q", url, str(directory), header=header)
+    head = _git(directory, "rev-parse", "HEAD").decode().strip()
+    return _record(directory, head, artifacts, status)
+
+
+@dataclass(frozen=True)
+class Rebased:
+    base: str  # the published commit the change now sits on
+    conflicts: list[str]  # files left with conflict markers
+    ours: str  # the agent's change before the rebase, kept as a commit
+
+
+def rebase(
+    directory: Path,
+    token: str | None,
+    artifacts: Callable[[], dict[str, tuple[int, str]]],
+    status: dict[str, Any],
+) -> Rebased:
+    """Three-way merge the work tree's change onto the current published commit with git's
+    own `merge-tree`; the work tree ends on the new base with the change (and any conflict
+    markers) uncommitted, and the manifest names the new base."""
+    manifest = read_manifest(directory)
+    base = manifest["base_commit"]
+    header = f"Authorization: Bearer {token}" if token else None
+    index = directory / ".git" / "studiolo-rebase-index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    _git(directory, "add", "-A", ".", env=env)  # tracked and untracked, not ignored
+    tree = _git(directory, "write-tree", env=env).decode().strip()
+    index.unlink(missing_ok=True)
+    ours = _git(directory, "commit-tree", tree, "-p", base, "-m", "studiolo: the change before rebase")
+    ours_id = ours.decode().strip()
+    _git(directory, "fetch", "-q", "origin", header=header)
+    theirs = _git(directory, "rev-parse", "FETCH_HEAD").decode().strip()
+    merged = subprocess.run(
+        ["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", ours_id, theirs],
+        cwd=directory,
+        capture_output=True,
+    )
+    if merged.returncode not in (0, 1):
+        raise RuntimeError(f"git merge-tree failed: {merged.stderr.decode(errors='replace').strip()}")
+    lines = merged.stdout.decode().splitlines()
+    conflicts = sorted(set(lines[1:])) if merged.returncode == 1 else []
+    _git(directory, "reset", "-q", "--hard", theirs)
+    _git(directory, "clean", "-q", "-f", "-d")  # untracked, not ignored: they are in `ours`
+    _record(directory, theirs, artifacts(), status)
+    _git(directory, "read-tree", "-u", "-m", theirs, lines[0])
+    _git(directory, "reset", "-q")  # the index back on the new base: the change stays in the files
+    return Rebased(theirs, conflicts, ours_id)
 
 
 @dataclass

@@ -65,3 +65,46 @@ def test_checkout_edit_submit_complete_pull(live: Actors, tmp_path: Path) -> Non
     assert message.startswith("rename and extend") and f"Studiolo-Task: {task.id}" in message
     assert (work / "src" / "core.py").read_text() == "def f():\n    return 2\n"
     assert not (work / "src" / "lib.py").exists()
+
+
+def _lines(n: int, changed: dict[int, str] | None = None) -> bytes:
+    rows = [f"line {i}" for i in range(n)]
+    for i, text in (changed or {}).items():
+        rows[i] = text
+    return ("\n".join(rows) + "\n").encode()
+
+
+def test_rebase_merges_onto_the_current_commit_or_lists_conflicts(live: Actors, tmp_path: Path) -> None:
+    from studiolo import CompletionRejected
+
+    w = live.world
+    w.edit("src/lib.py", _lines(12))
+    task = new_task(live.client("admin"), "edit the end", scope=("src/**",))
+    agent = live.client("agent")
+    attempt = agent.claim(task.id)
+    work = tmp_path / "work"
+    cli(live, "agent", tmp_path, "checkout", "--git", str(work))
+    (work / "src" / "lib.py").write_bytes(_lines(12, {11: "agent's end"}))
+    first = agent.candidate(cli(live, "agent", tmp_path, "submit", attempt.id, str(work))["id"])
+    w.edit("src/lib.py", _lines(12, {0: "editor's start"}))  # the target's base moves
+    try:
+        complete(agent, task, attempt, first, [verify(live.client("verifier"), w, first).id])
+    except CompletionRejected as exc:
+        assert "target_base_stale" in exc.failed
+    else:
+        raise AssertionError("a stale base was accepted")
+    out = cli(live, "agent", tmp_path, "rebase", attempt.id, str(work))
+    assert out["conflicts"] == [] and out["base_commit"] == git(work, "rev-parse", "HEAD")
+    assert (work / "src" / "lib.py").read_bytes() == _lines(12, {0: "editor's start", 11: "agent's end"})
+    second = agent.candidate(cli(live, "agent", tmp_path, "submit", attempt.id, str(work))["id"])
+    complete(agent, task, attempt, second, [verify(live.client("verifier"), w, second).id])
+    # a conflict: both change the same line
+    task2 = new_task(live.client("admin"), "edit the start", scope=("src/**",))
+    attempt2 = agent.claim(task2.id)
+    work2 = tmp_path / "work2"
+    cli(live, "agent", tmp_path, "checkout", "--git", str(work2))
+    (work2 / "src" / "lib.py").write_bytes(_lines(12, {0: "agent's start", 11: "agent's end"}))
+    w.edit("src/lib.py", _lines(12, {0: "editor's second start", 11: "agent's end"}))
+    refused = cli(live, "agent", tmp_path, "rebase", attempt2.id, str(work2), code=1)
+    assert "src/lib.py" in refused
+    assert b"<<<<<<<" in (work2 / "src" / "lib.py").read_bytes()

@@ -12,7 +12,7 @@ from studiolo.api import responses as s
 from studiolo.client import Client
 from studiolo.git import worktree
 
-__all__ = ["checkout_git", "submit_git"]
+__all__ = ["checkout_git", "rebase_git", "submit_git"]
 
 
 def checkout_git(c: Client, url: str, token: str | None, directory: Path, project: str) -> dict[str, Any]:
@@ -48,3 +48,14 @@ def submit_git(
         deps = found.unchanged_near
     dirs = {p: c.collection(p, project=project).revision for p in collections}
     return c.submit_candidate(attempt_id, files, found.bases, deps, dirs)
+
+
+def rebase_git(c: Client, token: str | None, directory: Path) -> worktree.Rebased:
+    """`worktree.rebase` with the project's status and current artifacts from the API."""
+    project = worktree.read_manifest(directory)["project_id"]
+    status = c.git_status(project=project).model_dump()
+
+    def artifacts() -> dict[str, tuple[int, str]]:
+        return {a.path: (a.revision, a.digest) for a in c.artifacts("", project=project) if a.digest}
+
+    return worktree.rebase(directory, token, artifacts, status)

@@ -4,6 +4,7 @@ repository (a work tree, a bare repository or a bundle) the project's artifacts.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,6 +20,40 @@ Project = Annotated[str | None, typer.Option("--project", "-p", help="Project id
 
 def register(app: typer.Typer) -> None:
     app.add_typer(git_app, name="git")
+    app.command("rebase")(rebase)
+
+
+def rebase(
+    ctx: typer.Context,
+    attempt_id: str,
+    directory: Path,
+    json_out: JsonOpt = False,
+) -> None:
+    """Merge your work tree's change onto the current published commit (git merge-tree).
+
+    For a refused `target_base_stale` or `dependency_stale`: the work tree from `checkout
+    --git` ends on the new base with your change re-applied and uncommitted (your change as
+    it was is kept as a commit, printed), the manifest names the new base, and conflicts
+    are listed file by file (exit 1), their files holding git's conflict markers. Then
+    verify and `submit` again."""
+    from studiolo.faces.cli._git_work import rebase_git
+
+    st = state(ctx, json_out)
+    with st.client() as c:
+        attempt = c.attempt(attempt_id)
+        if attempt.status != "active":
+            raise typer.BadParameter(f"attempt {attempt_id} is {attempt.status}", param_hint="ATTEMPT")
+        done = rebase_git(c, st.settings.token, directory)
+    out = {"base_commit": done.base, "conflicts": done.conflicts, "before": done.ours}
+
+    def human(p: Printer) -> None:
+        p.print(f"on {done.base} (your change before: {done.ours})")
+        for path in done.conflicts:
+            p.print(escape_markup(f"conflict: {path}"))
+
+    emit(st, out, human)
+    if done.conflicts:
+        raise typer.Exit(1)
 
 
 @git_app.command("status")
