@@ -9,6 +9,7 @@ ids. Nothing here writes to the ledger."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
@@ -247,7 +248,5 @@ def _same_chain(repo: GitRepo, checkpoint: pygit2.Oid, seq: int) -> bool:
     data = files.get("checkpoint.json")
     if data is None:
         return False
-    import base64
-
     payload = json.loads(base64.b64decode(json.loads(data[0])["payload"]))
     return bool(payload["predicate"]["chain"]["seq"] == seq)

@@ -50,7 +50,7 @@ def git_status(door: Coordinator, caller: Principal, project_id: str, root: Path
         published_version=published,
         ledger_version=head,
         pending=pending,
-        current=pending == 0,
+        current=pending == 0 and published == head,  # ahead of the ledger: a restore went back
         notes_version=repo.tip(NOTES)[1] if repo else 0,
         checkpoint=str(repo.tip(CHECKPOINTS)[0]) if repo and repo.tip(CHECKPOINTS)[0] else None,
     )

@@ -118,3 +118,24 @@ def test_concurrent_completions_make_a_linear_history_in_version_order(world: Wo
     accepted = sorted(d.completion.commit_version for d in done)
     assert [v for v in versions if v in set(accepted)] == accepted  # one commit per accepted change
     assert branch_files(projector, w.project_id) == ledger_files(w)
+
+
+def test_a_branch_ahead_of_the_ledger_is_not_current(world: World, tmp_path: Path) -> None:
+    from studiolo.git.status import git_status
+
+    w = world
+    projector = projector_for(w, tmp_path / "git")
+    projector.run_once()
+    assert git_status(w.coord, w.admin, w.project_id, tmp_path / "git").current
+    other = projector_for(w, tmp_path / "other")
+    w.edit("docs/later.md", b"later\n")
+    other.run_once()  # a branch published from a later ledger, as after a restore of an older backup
+    shutil.rmtree(tmp_path / "git" / f"{w.project_id}.git")
+    shutil.copytree(tmp_path / "other" / f"{w.project_id}.git", tmp_path / "git" / f"{w.project_id}.git")
+    w.coord.store.write(
+        lambda tx: tx.conn.exec_driver_sql(
+            "DELETE FROM publications WHERE version = (SELECT MAX(version) FROM publications)"
+        )
+    )
+    status = git_status(w.coord, w.admin, w.project_id, tmp_path / "git")
+    assert status.published_version > status.ledger_version and not status.current
