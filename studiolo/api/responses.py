@@ -226,7 +226,7 @@ class ArtifactOut(_Out):
     digest: str | None
     deleted: bool
     updated_at: float
-    mode: FileMode
+    mode: FileMode = FileMode.REGULAR  # absent from a server before migration 0010
 
 
 class CollectionOut(_Out):

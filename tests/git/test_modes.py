@@ -3,14 +3,24 @@ that names none (on both back-ends)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from studiolo.core.model import FileMode
-from tests.world import FakeClock, build_world
+from tests.world import FakeClock, World, build_world
 
 
-def test_a_mode_is_set_by_an_edit_and_kept_by_a_completion(tmp_path: Path, store_url: str) -> None:
-    w = build_world(tmp_path, FakeClock(), store_url)
+@pytest.fixture
+def w(tmp_path: Path, store_url: str) -> Iterator[World]:
+    """A world on each back-end, its store closed after the test."""
+    world = build_world(tmp_path, FakeClock(), store_url)
+    yield world
+    world.coord.store.dispose()
+
+
+def test_a_mode_is_set_by_an_edit_and_kept_by_a_completion(w: World) -> None:
     c, pid = w.coord, w.project_id
     assert c.read_artifact(w.admin, pid, "src/input.txt").artifact.mode is FileMode.REGULAR
     run = w.put(b"#!/bin/sh\necho hi\n")
@@ -33,8 +43,7 @@ def test_a_mode_is_set_by_an_edit_and_kept_by_a_completion(tmp_path: Path, store
     assert c.read_artifact(w.admin, pid, "src/run.sh", 2).artifact.mode is FileMode.EXECUTABLE
 
 
-def test_a_tombstone_is_regular_and_so_is_a_path_that_comes_back(tmp_path: Path, store_url: str) -> None:
-    w = build_world(tmp_path, FakeClock(), store_url)
+def test_a_tombstone_is_regular_and_so_is_a_path_that_comes_back(w: World) -> None:
     c, pid = w.coord, w.project_id
     c.edit_artifact(w.human, pid, "src/run.sh", w.put(b"#!/bin/sh\n"), 0, FileMode.EXECUTABLE)
     task = w.new_task()
