@@ -405,6 +405,12 @@ class Client:
         """Which ledger version the project's git branch reflects, and whether it lags."""
         return self._one(s.GitStatusOut, "GET", f"{self._p(project)}/git")
 
+    def git_mirror(self, url: str, *, project: str | None = None) -> s.GitMirrorOut:
+        """Push every publication of the project to `url` too."""
+        from studiolo.api import requests as q
+
+        return self._one(s.GitMirrorOut, "POST", f"{self._p(project)}/git/mirrors", q.GitMirrorIn(url=url))
+
     def git_import(
         self,
         files: dict[str, tuple[str, FileMode]],

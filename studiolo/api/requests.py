@@ -26,6 +26,7 @@ __all__ = [
     "CompleteIn",
     "DelegateIn",
     "GitImportIn",
+    "GitMirrorIn",
     "GrantIn",
     "HandoffIn",
     "ImportedFile",
@@ -242,3 +243,7 @@ class GitImportIn(_In):
     source: dict[str, Short] = Field(
         default_factory=dict, description="where it came from: `commit`, `ref`, `repository`"
     )
+
+
+class GitMirrorIn(_In):
+    url: str = Field(max_length=1000, description="a remote to push every publication to")

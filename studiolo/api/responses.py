@@ -30,6 +30,7 @@ __all__ = [
     "DelegationOut",
     "EventOut",
     "GitImportOut",
+    "GitMirrorOut",
     "GitStatusOut",
     "GrantOut",
     "HandoffOut",
@@ -336,6 +337,14 @@ class DelegationOut(_Out):
     updated_at: float
 
 
+class GitMirrorOut(_Out):
+    name: str
+    url: str
+    pushed: str | None  # the branch commit it holds, as last pushed
+    pushed_version: int
+    error: str | None
+
+
 class GitStatusOut(_Out):
     """The read rule: which ledger version the branch reflects, and whether it lags."""
 
@@ -348,6 +357,7 @@ class GitStatusOut(_Out):
     current: bool
     notes_version: int
     checkpoint: str | None
+    mirrors: list[GitMirrorOut] = []
 
 
 class GitImportOut(_Out):

@@ -24,6 +24,7 @@ import pygit2
 from studiolo.core.model import Publication
 from studiolo.git.dsse import envelope
 from studiolo.git.message import COMMITTER, author_of, commit_message, completion_statement
+from studiolo.git.mirrors import Mirrors
 from studiolo.git.repository import BRANCH, CHECKPOINTS, NOTES, Change, GitRepo, RefMoved
 from studiolo.keys import ServiceKey
 from studiolo.store import Store, Tx
@@ -91,6 +92,7 @@ class Projector:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one pass at a time in this process
         self._checkpointed: dict[str, float] = {}
+        self.mirrors = Mirrors()
 
     def repo(self, project_id: str) -> GitRepo:
         return GitRepo(repository_path(self.root, project_id))
@@ -112,6 +114,8 @@ class Projector:
                     break
             if count or self.clock() - self._checkpointed.get(project_id, 0.0) >= self.checkpoint_every:
                 self.checkpoint(project_id)
+            if self._exists(project_id):
+                self.mirrors.push(self.repo(project_id))  # those that lag and are due
             return count
 
     def _publish_batch(self, project_id: str) -> int:

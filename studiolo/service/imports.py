@@ -66,10 +66,14 @@ class ImportOps(Door):
                 missing = sorted({*absent, *unreadable})[:5]
                 raise InvalidRequest(f"blobs not uploaded: {missing}", reason="blob_missing")
             tx.content.add_blob_ref(project_id, blobs)
-            for path, (digest, mode) in sorted(written.items()):
-                tx.content.write_artifact(project_id, path, digest, tx.now, caller.id, "import", mode)
+            revisions = {
+                path: tx.content.write_artifact(project_id, path, digest, tx.now, caller.id, "import", mode)
+                for path, (digest, mode) in sorted(written.items())
+            }
             for path in deleted:
-                tx.content.write_artifact(project_id, path, None, tx.now, caller.id, "import")
+                revisions[path] = tx.content.write_artifact(
+                    project_id, path, None, tx.now, caller.id, "import"
+                )
             seq = self.audit(
                 tx,
                 project_id,
@@ -80,6 +84,7 @@ class ImportOps(Door):
                 tree_digest=tree_digest,
                 written=sorted(written),
                 deleted=deleted,
+                revisions=revisions,
             )
             title = f"Import {origin.get('commit', '')[:12]} ({origin.get('ref', 'a tree')})"
             meta = {"title": title, "source_commit": origin.get("commit"), "tree_digest": tree_digest}

@@ -73,3 +73,20 @@ def test_an_import_needs_write_on_every_path(actors: Actors, tmp_path: Path) -> 
     with pytest.raises(NotAuthorized):  # the agent writes under src/ and docs/ only
         run_import(actors.client("agent"), str(repo), "main", None, False, 1 << 20, quiet=True)
     assert ledger_files(actors.world) == before
+
+
+def test_the_independent_audit_checker_follows_an_import(actors: Actors, tmp_path: Path) -> None:
+    from tests.auditcheck import check, load_deadlines, load_events
+    from tests.faces.helpers import complete, new_task, submit, verify
+
+    w = actors.world
+    run_import(
+        actors.client("human"), str(small_repo(tmp_path / "small")), "main", None, False, 1 << 20, quiet=True
+    )
+    agent = actors.client("agent")
+    task = new_task(actors.client("admin"))
+    attempt = agent.claim(task.id)
+    cand = submit(agent, attempt, {"src/lib.py": b"x = 1\n"}, reads=("README.md",))
+    complete(agent, task, attempt, cand, [verify(actors.client("verifier"), w, cand).id])
+    url = w.coord.store.url
+    assert check(load_events(url), load_deadlines(url)) == []

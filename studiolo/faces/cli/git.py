@@ -56,6 +56,19 @@ def rebase(
         raise typer.Exit(1)
 
 
+mirror_app = typer.Typer(help="Mirrors: remotes every publication is pushed to.", no_args_is_help=True)
+git_app.add_typer(mirror_app, name="mirror")
+
+
+@mirror_app.command("add")
+def mirror_add(ctx: typer.Context, url: str, project: Project = None, json_out: JsonOpt = False) -> None:
+    """Push every publication (branch, notes, checkpoints) to URL too, retried with backoff."""
+    st = state(ctx, json_out)
+    with st.client() as c:
+        out = c.git_mirror(url, project=project)
+    emit(st, out, lambda p: p.print(escape_markup(f"mirror {out.name}: {out.url}")))
+
+
 @git_app.command("status")
 def status(ctx: typer.Context, project: Project = None, json_out: JsonOpt = False) -> None:
     """The branch's commit, the ledger version it reflects, and whether it lags."""
@@ -71,6 +84,9 @@ def status(ctx: typer.Context, project: Project = None, json_out: JsonOpt = Fals
         p.print(f"{out.branch} at {out.commit}: ledger version {out.published_version}, {where}")
         if not out.current:
             p.print(f"the ledger's last change to the artifacts is version {out.ledger_version}")
+        for m in out.mirrors:
+            state_ = f"error: {m.error}" if m.error else f"holds version {m.pushed_version}"
+            p.print(escape_markup(f"mirror {m.url}: {state_}"))
 
     emit(st, out, human)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from studiolo.api import responses as s
-from studiolo.api.requests import GitImportIn
+from studiolo.api.requests import GitImportIn, GitMirrorIn
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.rendered import RenderedRoute
-from studiolo.git.status import git_status
+from studiolo.git.status import add_mirror, git_status
 
 __all__ = ["router"]
 
@@ -32,3 +32,15 @@ def status(project_id: str, request: Request, caller: Caller, door: Door) -> s.G
 def import_tree(project_id: str, body: GitImportIn, caller: Caller, door: Door) -> s.GitImportOut:
     files = {p: (f.digest, f.mode) for p, f in body.files.items()}
     return s.GitImportOut.model_validate(door.import_tree(caller, project_id, files, body.source))
+
+
+@router.post(
+    "/projects/{project_id}/git/mirrors",
+    status_code=201,
+    summary="Push every publication to another remote too (retried with backoff; its lag in the status)",
+)
+def mirror(
+    project_id: str, body: GitMirrorIn, request: Request, caller: Caller, door: Door
+) -> s.GitMirrorOut:
+    root = request.app.state.settings.git_root()
+    return s.GitMirrorOut.model_validate(add_mirror(door, caller, project_id, root, body.url))
