@@ -139,3 +139,24 @@ def test_a_branch_ahead_of_the_ledger_is_not_current(world: World, tmp_path: Pat
     )
     status = git_status(w.coord, w.admin, w.project_id, tmp_path / "git")
     assert status.published_version > status.ledger_version and not status.current
+
+
+def test_a_ledger_from_before_the_log_publishes_its_artifacts_as_a_baseline(
+    world: World, tmp_path: Path
+) -> None:
+    from alembic import command
+
+    from studiolo.store import migrations
+
+    w = world
+    w.edit("docs/run.sh", b"#!/bin/sh\n")
+    expected = ledger_files(w)
+    with w.coord.store.engine.begin() as conn:  # the ledger as it was before migration 0011
+        command.downgrade(migrations.alembic_config(conn), "0010")
+    with w.coord.store.engine.begin() as conn:
+        migrations.upgrade(conn)
+    pubs = w.coord.store.read(lambda tx: tx.publications.after(w.project_id, 0))
+    assert [p.kind for p in pubs] == ["baseline"]
+    projector = projector_for(w, tmp_path / "git")
+    projector.run_once()
+    assert branch_files(projector, w.project_id) == expected
