@@ -45,7 +45,7 @@ from studiolo._exceptions import (
 )
 from studiolo.api import responses as s
 from studiolo.core.canonical import digest_bytes
-from studiolo.core.enums import Action, PrincipalKind
+from studiolo.core.enums import Action, FileMode, PrincipalKind
 from studiolo.core.paths import is_git_segment, normalize_path
 from studiolo.core.reasons import Reason
 
@@ -416,6 +416,30 @@ class Client:
         return self._one(s.HandoffViewOut, "GET", f"/v1/tasks/{_seg(task_id)}/handoff")
 
     # content -------------------------------------------------------------------
+    def git_status(self, *, project: str | None = None) -> s.GitStatusOut:
+        """Which ledger version the project's git branch reflects, and whether it lags."""
+        return self._one(s.GitStatusOut, "GET", f"{self._p(project)}/git")
+
+    def git_mirror(self, url: str, *, project: str | None = None) -> s.GitMirrorOut:
+        """Push every publication of the project to `url` too."""
+        from studiolo.api import requests as q
+
+        return self._one(s.GitMirrorOut, "POST", f"{self._p(project)}/git/mirrors", q.GitMirrorIn(url=url))
+
+    def git_import(
+        self,
+        files: dict[str, tuple[str, FileMode]],
+        source: dict[str, str],
+        *,
+        project: str | None = None,
+    ) -> s.GitImportOut:
+        """Make a tree (path → (digest, mode), blobs uploaded first) the project's artifacts."""
+        from studiolo.api import requests as q
+
+        tree = {p: q.ImportedFile(digest=d, mode=m) for p, (d, m) in files.items()}
+        body = q.GitImportIn(files=tree, source=source)
+        return self._one(s.GitImportOut, "POST", f"{self._p(project)}/git/import", body)
+
     def put_blob(self, data: bytes) -> s.BlobOut:
         headers = {"Content-Type": "application/octet-stream"}
         return self._one(s.BlobOut, "POST", "/v1/blobs", content=data, headers=headers)
@@ -454,14 +478,19 @@ class Client:
             return 0
 
     def edit_artifact(
-        self, path: str, digest: str | None, base_revision: int, *, project: str | None = None
+        self,
+        path: str,
+        digest: str | None,
+        base_revision: int,
+        *,
+        project: str | None = None,
+        mode: FileMode | None = None,
     ) -> s.ArtifactOut:
         from studiolo.api import requests as q
 
         url = f"{self._p(project)}/artifacts/{_path(path)}"
-        return self._one(
-            s.ArtifactOut, "PUT", url, q.ArtifactEditIn(digest=digest, base_revision=base_revision)
-        )
+        edit = q.ArtifactEditIn(digest=digest, base_revision=base_revision, mode=mode)
+        return self._one(s.ArtifactOut, "PUT", url, edit)
 
     def collection(self, prefix: str, *, project: str | None = None) -> s.CollectionOut:
         return self._one(s.CollectionOut, "GET", f"{self._p(project)}/collections", params={"prefix": prefix})

@@ -54,6 +54,11 @@ class Settings:
     a2a_request_timeout: float = 30.0
     a2a_max_response_bytes: int = 32 * 1024 * 1024  # a card or GetTask answer (inline artifacts)
     a2a_credentials: Mapping[str, str] = field(default_factory=dict)  # org name → bearer token
+    # The git projection (docs/git.md): "" puts the repositories next to a SQLite ledger
+    # (`<ledger>-git/`) and turns the projection off for PostgreSQL; "off" turns it off.
+    git_dir: str = ""
+    git_interval_seconds: float = 0.5  # the projector's timer (it also replays at start)
+    git_checkpoint_seconds: float = 60.0  # a signed checkpoint of the chain head at least this often
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -97,11 +102,26 @@ class Settings:
             a2a_request_timeout=float(e.get("STUDIOLO_A2A_REQUEST_TIMEOUT", base.a2a_request_timeout)),
             a2a_max_response_bytes=int(e.get("STUDIOLO_A2A_MAX_RESPONSE_BYTES", base.a2a_max_response_bytes)),
             a2a_credentials=_credentials(e.get("STUDIOLO_A2A_CREDENTIALS")),
+            git_dir=e.get("STUDIOLO_GIT_DIR", base.git_dir),
+            git_interval_seconds=float(e.get("STUDIOLO_GIT_INTERVAL", base.git_interval_seconds)),
+            git_checkpoint_seconds=float(e.get("STUDIOLO_GIT_CHECKPOINT", base.git_checkpoint_seconds)),
         )
 
     @staticmethod
     def sqlite_url(path: Path) -> str:
         return f"sqlite:///{path}"
+
+    def git_root(self) -> Path | None:
+        """Where the project repositories live; None: no git projection."""
+        if self.git_dir == "off":
+            return None
+        if self.git_dir:
+            return Path(self.git_dir)
+        prefix = "sqlite:///"
+        if not self.database_url.startswith(prefix) or ":memory:" in self.database_url:
+            return None
+        ledger = Path(self.database_url.removeprefix(prefix))
+        return ledger.with_name(ledger.stem + "-git")
 
 
 @dataclass(frozen=True, kw_only=True)

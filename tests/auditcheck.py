@@ -177,6 +177,12 @@ def _edited(st: _State, e: dict[str, Any]) -> list[str]:
     return []
 
 
+def _imported(st: _State, e: dict[str, Any]) -> list[str]:
+    for path, revision in e["data"]["revisions"].items():
+        _bump(st, e["project_id"], path, revision)
+    return []
+
+
 def _candidate(st: _State, e: dict[str, Any]) -> list[str]:
     st.cands[e["subject"]] = e["data"]
     return []
@@ -256,6 +262,7 @@ _HANDLERS = {
     "grant.created": _grant,
     "grant.revoked": _revoke,
     "artifact.edited": _edited,
+    "artifacts.imported": _imported,
     "candidate.submitted": _candidate,
     "receipt.recorded": _receipt,
     "completion.accepted": _completion,

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic_core import ErrorDetails
 
 from studiolo._exceptions import InvalidRequest
-from studiolo.core.enums import Action, PrincipalKind
+from studiolo.core.enums import Action, FileMode, PrincipalKind
 
 __all__ = [
     "ArtifactEditIn",
@@ -25,8 +25,11 @@ __all__ = [
     "CollectGarbageIn",
     "CompleteIn",
     "DelegateIn",
+    "GitImportIn",
+    "GitMirrorIn",
     "GrantIn",
     "HandoffIn",
+    "ImportedFile",
     "IntakeIn",
     "LeaseIn",
     "MigrateIn",
@@ -171,6 +174,9 @@ class ReassignIn(_In):
 class ArtifactEditIn(_In):
     digest: Short | None = Field(description="blob digest of the new content; null deletes (a tombstone)")
     base_revision: Rev = Field(description="the revision this edit replaces (0: the path must not exist)")
+    mode: FileMode | None = Field(
+        default=None, description="regular or executable; null keeps the path's (regular when new)"
+    )
 
 
 class CandidateIn(_In):
@@ -240,3 +246,19 @@ class DelegateIn(_In):
 class ReviewIn(_In):
     decision: Literal["finalize", "reject"]
     note: Annotated[str, Field(max_length=2000)] = ""
+
+
+class ImportedFile(_In):
+    digest: Short = Field(description="blob digest of the file's bytes (uploaded first)")
+    mode: FileMode = FileMode.REGULAR
+
+
+class GitImportIn(_In):
+    files: dict[str, ImportedFile] = Field(description="the whole tree: normalized path → file")
+    source: dict[str, Short] = Field(
+        default_factory=dict, description="where it came from: `commit`, `ref`, `repository`"
+    )
+
+
+class GitMirrorIn(_In):
+    url: str = Field(max_length=1000, description="a remote to push every publication to")

@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
+from studiolo.core.enums import FileMode
+
 __all__ = [
     "ArtifactOut",
     "AttemptOut",
@@ -27,6 +29,9 @@ __all__ = [
     "ContractOut",
     "DelegationOut",
     "EventOut",
+    "GitImportOut",
+    "GitMirrorOut",
+    "GitStatusOut",
     "GrantOut",
     "HandoffOut",
     "HandoffRefOut",
@@ -235,6 +240,7 @@ class ArtifactOut(_Out):
     digest: str | None
     deleted: bool
     updated_at: float
+    mode: FileMode = FileMode.REGULAR  # absent from a server before migration 0012
 
 
 class CollectionOut(_Out):
@@ -343,3 +349,34 @@ class DelegationOut(_Out):
     created_by: str
     created_at: float
     updated_at: float
+
+
+class GitMirrorOut(_Out):
+    name: str
+    url: str
+    pushed: str | None  # the branch commit it holds, as last pushed
+    pushed_version: int
+    error: str | None
+
+
+class GitStatusOut(_Out):
+    """The read rule: which ledger version the branch reflects, and whether it lags."""
+
+    project_id: str
+    branch: str
+    commit: str | None
+    published_version: int
+    ledger_version: int
+    pending: int
+    current: bool
+    notes_version: int
+    checkpoint: str | None
+    mirrors: list[GitMirrorOut] = []
+
+
+class GitImportOut(_Out):
+    version: int
+    written: int
+    deleted: int
+    unchanged: int
+    tree_digest: str

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Action", "AttemptStatus", "PrincipalKind", "ReceiptResult", "TaskStatus", "VerdictIsolation"]
+__all__ = [
+    "Action",
+    "AttemptStatus",
+    "FileMode",
+    "PrincipalKind",
+    "ReceiptResult",
+    "TaskStatus",
+    "VerdictIsolation",
+]
 
 
 class PrincipalKind(StrEnum):
@@ -52,3 +60,10 @@ class VerdictIsolation(StrEnum):
 
     SHARED = "shared"  # in a process the candidate's code runs in (command, pytest): forgeable
     SEPARATE = "separate"  # where no candidate code ever runs (outputs, json-schema, digest-equals)
+
+
+class FileMode(StrEnum):
+    """An artifact revision's mode: git's 100644 and 100755 (no symlinks, no submodules)."""
+
+    REGULAR = "regular"
+    EXECUTABLE = "executable"

@@ -10,6 +10,7 @@ from studiolo.core.canonical import digest_json
 from studiolo.core.enums import (
     Action,
     AttemptStatus,
+    FileMode,
     PrincipalKind,
     ReceiptResult,
     TaskStatus,
@@ -28,6 +29,7 @@ __all__ = [
     "Contract",
     "Criterion",
     "Event",
+    "FileMode",
     "Grant",
     "Handoff",
     "Observation",
@@ -35,6 +37,7 @@ __all__ = [
     "Principal",
     "PrincipalKind",
     "Project",
+    "Publication",
     "Receipt",
     "ReceiptResult",
     "Task",
@@ -205,6 +208,7 @@ class Artifact:
     revision: int
     digest: str | None  # None: a tombstone
     updated_at: float
+    mode: FileMode = FileMode.REGULAR
 
     @property
     def deleted(self) -> bool:
@@ -377,3 +381,18 @@ class Event:
     at: float
     prev_hash: str
     hash: str
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One change to a project's artifacts, as the publication log records it: what a
+    projection (the git repository) replays. `changes`: path → (digest, mode), the digest
+    None for a delete, the mode None where the change keeps the path's mode."""
+
+    project_id: str
+    version: int  # the seq of the change's audit event: the ledger's commit version
+    kind: str  # "completion", "edit", "import" or "baseline"
+    actor: str | None
+    at: float
+    changes: Mapping[str, tuple[str | None, FileMode | None]]
+    meta: Mapping[str, Any]

@@ -11,6 +11,7 @@ from studiolo.service.content import ArtifactContent, CandidateDraft, ContentOps
 from studiolo.service.dashboard import DashboardOps, TaskListPage, TaskPage
 from studiolo.service.evidence import EvidenceOps, VerificationItem
 from studiolo.service.feed import EventAccess, FeedBatch, FeedOps
+from studiolo.service.imports import Imported, ImportOps
 from studiolo.service.reconfirm import Reconfirmed, ReconfirmOps
 from studiolo.service.remote import RemoteOps
 from studiolo.service.views import AuditReport, HandoffView, Orientation, TaskView, ViewOps
@@ -28,6 +29,7 @@ __all__ = [
     "FeedBatch",
     "HandoffView",
     "IdSource",
+    "Imported",
     "Issued",
     "Orientation",
     "PublishedFile",
@@ -49,6 +51,7 @@ class Coordinator(
     ReconfirmOps,
     WorkOps,
     ContentOps,
+    ImportOps,
     EvidenceOps,
     CompletionOps,
     DashboardOps,

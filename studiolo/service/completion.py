@@ -312,4 +312,14 @@ class CompletionOps(Door):
             signature=completion.signature,
         )
         assert seq == commit_version
+        meta = {
+            "title": task.title,
+            "task": task.id,
+            "attempt": attempt.id,
+            "candidate": cand.id,
+            "contract": task.contract_hash,
+            "completion": completion_id,
+        }
+        changes = {p: (d, None) for p, d in cand.files.items()}  # a candidate keeps each path's mode
+        tx.publications.append(task.project_id, seq, "completion", caller.id, tx.now, changes, meta)
         return completion

@@ -8,7 +8,15 @@ from dataclasses import dataclass
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound, PayloadTooLarge
 from studiolo.core.canonical import digest_bytes, digest_json, is_digest
-from studiolo.core.model import Action, Artifact, AttemptStatus, Candidate, Observation, Principal
+from studiolo.core.model import (
+    Action,
+    Artifact,
+    AttemptStatus,
+    Candidate,
+    FileMode,
+    Observation,
+    Principal,
+)
 from studiolo.core.paths import matches_any, normalize_path, normalize_prefix
 from studiolo.service._door import Door
 from studiolo.service._ids import check_id
@@ -128,7 +136,9 @@ class ContentOps(Door):
                 old = [h for h in tx.content.history(project_id, norm) if h["revision"] == revision]
                 if not old:
                     raise NotFound(f"artifact {norm} has no revision {revision}")
-                art = Artifact(project_id, norm, revision, old[0]["digest"], old[0]["changed_at"])
+                art = Artifact(
+                    project_id, norm, revision, old[0]["digest"], old[0]["changed_at"], old[0]["mode"]
+                )
             data = tx.content.blob(art.digest) if art.digest else None
             return ArtifactContent(art, data)
 
@@ -173,8 +183,10 @@ class ContentOps(Door):
         path: str,
         digest: str | None,
         base_revision: int,
+        mode: FileMode | None = None,
     ) -> Artifact:
-        """A direct edit by another writer: compare-and-swap on the path's revision."""
+        """A direct edit by another writer: compare-and-swap on the path's revision. `mode`
+        None keeps the path's mode (regular for a new path)."""
         norm = normalize_path(path)
         base = _revision(base_revision, "base_revision")
         if digest is not None and not is_digest(digest):
@@ -190,10 +202,13 @@ class ContentOps(Door):
                 self._require_blobs(tx, caller, project_id, [digest])
                 self._require_one_kind(tx, caller, project_id, {norm: digest})
                 tx.content.add_blob_ref(project_id, [digest])
-            rev = tx.content.write_artifact(project_id, norm, digest, tx.now, caller.id, "edit")
-            self.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
+            rev = tx.content.write_artifact(project_id, norm, digest, tx.now, caller.id, "edit", mode)
+            seq = self.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
             art = tx.content.artifact(project_id, norm)
             assert art is not None
+            meta = {"title": f"{'Edit' if digest else 'Delete'} {norm}", "path": norm, "revision": rev}
+            change = {norm: (digest, art.mode)}
+            tx.publications.append(project_id, seq, "edit", caller.id, tx.now, change, meta)
             return art
 
         return self.write_in(project_id, run)

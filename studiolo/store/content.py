@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
 
-from studiolo.core.model import Artifact, Candidate, Observation
+from studiolo.core.model import Artifact, Candidate, FileMode, Observation
 from studiolo.core.paths import ancestor_files, ancestors, file_dir_conflicts
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
@@ -24,7 +24,7 @@ _INSERT_ARTIFACT = insert(s.artifacts)
 _MOVE_ARTIFACT = (
     update(s.artifacts)
     .where(*_ART_KEY)
-    .values(revision=bindparam("rev"), digest=bindparam("d"), updated_at=bindparam("at"))
+    .values(revision=bindparam("rev"), digest=bindparam("d"), updated_at=bindparam("at"), mode=bindparam("m"))
 )
 _INSERT_REVISION = insert(s.artifact_revisions)
 _BUMP_COLLECTION = (
@@ -86,13 +86,22 @@ def _values(n: int, names: tuple[str, ...], literal: str = "") -> str:
     return ", ".join(f"(:p, {row})" for row in rows)
 
 
+# A completion keeps a live path's mode; a tombstone is regular, and so is a path that comes back.
+_KEEP_MODE = (
+    "mode = CASE WHEN excluded.digest IS NULL OR artifacts.digest IS NULL"  # keep
+    " THEN 'regular' ELSE artifacts.mode END"
+)
+
+
 @functools.lru_cache(maxsize=64)
 def _upsert_artifacts(n: int) -> str:
     return (
         "INSERT INTO artifacts (project_id, path, digest, updated_at, revision) VALUES "
         + _values(n, ("path", "d", "at"), "1")
         + " ON CONFLICT (project_id, path) DO UPDATE SET revision = artifacts.revision + 1,"
-        " digest = excluded.digest, updated_at = excluded.updated_at RETURNING path, revision"
+        " digest = excluded.digest, updated_at = excluded.updated_at, "
+        + _KEEP_MODE
+        + " RETURNING path, revision"
     )
 
 
@@ -106,7 +115,7 @@ def _move_artifacts(n: int) -> str:
         + _values(n, ("path", "d", "at", "rev"))
         + " ON CONFLICT (project_id, path) DO UPDATE SET revision ="
         " CASE WHEN artifacts.revision + 1 = excluded.revision THEN excluded.revision END,"
-        " digest = excluded.digest, updated_at = excluded.updated_at"
+        " digest = excluded.digest, updated_at = excluded.updated_at, " + _KEEP_MODE
     )
 
 
@@ -118,9 +127,24 @@ def _add_blob_refs(n: int) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _insert_revisions(n: int) -> str:
+    """The history rows of a completion: a changed live path keeps the mode its pointer has
+    (a candidate changes bytes, not modes), read by primary key; a new path, a delete and a
+    path that comes back are regular (`_KEEP_MODE`). Whether the pointer's statement ran yet
+    does not matter: it changes no live path's mode."""
+    # The casts: a parameter both inserted (varchar) and compared (text) needs one type on PostgreSQL.
+    mode = (
+        "CASE WHEN CAST(:d_{i} AS VARCHAR) IS NULL THEN 'regular'"
+        " ELSE COALESCE((SELECT a.mode FROM artifacts a"
+        " WHERE a.project_id = CAST(:p AS VARCHAR) AND a.path = CAST(:path_{i} AS VARCHAR)"
+        " AND a.digest IS NOT NULL), 'regular') END"
+    )
+    rows = (
+        f"(:p, :path_{i}, :rev_{i}, :d_{i}, :at_{i}, :actor_{i}, :cause_{i}, {mode.format(i=i)})"
+        for i in range(n)
+    )
     return (
-        "INSERT INTO artifact_revisions (project_id, path, revision, digest, changed_at, actor, cause)"
-        " VALUES " + _values(n, ("path", "rev", "d", "at", "actor", "cause"))
+        "INSERT INTO artifact_revisions (project_id, path, revision, digest, changed_at, actor, cause, mode)"
+        " VALUES " + ", ".join(rows)
     )
 
 
@@ -265,23 +289,36 @@ class ContentRepo:
                 "changed_at": r.changed_at,
                 "actor": r.actor,
                 "cause": r.cause,
+                "mode": FileMode(r.mode),
             }
             for r in rows
         ]
 
     def write_artifact(
-        self, project_id: str, path: str, digest: str | None, at: float, actor: str, cause: str
+        self,
+        project_id: str,
+        path: str,
+        digest: str | None,
+        at: float,
+        actor: str,
+        cause: str,
+        mode: FileMode | None = None,
     ) -> int:
-        """Move the pointer of `path`; bump its revision and every ancestor's. Returns it."""
+        """Move the pointer of `path`; bump its revision and every ancestor's. Returns it.
+        `mode` None keeps a live path's mode (else regular); a tombstone is regular."""
         current = self.artifact(project_id, path)
         revision = (current.revision if current else 0) + 1
+        if digest is None:
+            mode = FileMode.REGULAR  # a tombstone is regular
+        elif mode is None:
+            live = current is not None and current.digest is not None
+            mode = current.mode if current is not None and live else FileMode.REGULAR
         if current is None:
             values = {"project_id": project_id, "path": path, "revision": revision, "digest": digest}
-            self._c.execute(_INSERT_ARTIFACT, {**values, "updated_at": at})
+            self._c.execute(_INSERT_ARTIFACT, {**values, "updated_at": at, "mode": mode.value})
         else:
-            self._c.execute(
-                _MOVE_ARTIFACT, {"p": project_id, "pth": path, "rev": revision, "d": digest, "at": at}
-            )
+            move = {"p": project_id, "pth": path, "rev": revision, "d": digest, "at": at, "m": mode.value}
+            self._c.execute(_MOVE_ARTIFACT, move)
         self._c.execute(
             _INSERT_REVISION,
             {
@@ -292,6 +329,7 @@ class ContentRepo:
                 "changed_at": at,
                 "actor": actor,
                 "cause": cause,
+                "mode": mode.value,
             },
         )
         for prefix in ancestors(path):
@@ -555,7 +593,9 @@ def _manifest(c: Candidate) -> dict[str, Any]:
 
 
 def _artifact(row: Row[Any]) -> Artifact:
-    return Artifact(row.project_id, row.path, int(row.revision), row.digest, row.updated_at)
+    return Artifact(
+        row.project_id, row.path, int(row.revision), row.digest, row.updated_at, FileMode(row.mode)
+    )
 
 
 def candidate_of(row: Sequence[Any]) -> Candidate:

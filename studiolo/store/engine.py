@@ -101,6 +101,7 @@ from studiolo.store.evidence import EvidenceRepo
 from studiolo.store.gate import Gate, GateTooNarrow, chain_key
 from studiolo.store.group import GroupCommit, Job, Settle, Volatile, volatile
 from studiolo.store.locate import locate_project
+from studiolo.store.publications import PublicationRepo
 from studiolo.store.remote import RemoteRepo
 from studiolo.store.work import WorkRepo
 
@@ -168,6 +169,7 @@ class Tx:
         self.meta = MetaRepo(conn)
         self.a2a = A2ARepo(conn)
         self.remote = RemoteRepo(conn)
+        self.publications = PublicationRepo(conn)
         self._authority: Callable[[], tuple[float, str]] = lambda: (0.0, "")
         self._expect: Callable[[], None] | None = None  # sends the clock's read ahead (`expect_clock`)
         self._read: tuple[float, str] | None = None

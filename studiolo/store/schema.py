@@ -175,6 +175,7 @@ artifacts = Table(
     Column("revision", BigInteger, nullable=False),
     Column("digest", String(80), nullable=True),  # NULL: tombstone
     Column("updated_at", Float, nullable=False),
+    Column("mode", String(16), nullable=False, server_default="regular"),  # or "executable"
 )
 
 artifact_revisions = Table(
@@ -187,6 +188,7 @@ artifact_revisions = Table(
     Column("changed_at", Float, nullable=False),
     Column("actor", String(ID), nullable=True),
     Column("cause", String(80), nullable=False),  # "edit" or a completion id
+    Column("mode", String(16), nullable=False, server_default="regular"),  # or "executable"
 )
 
 collections = Table(
@@ -370,4 +372,19 @@ a2a_remote_delegations = Table(
     Column("updated_at", Float, nullable=False),
     Index("ix_a2a_remote_delegations_state", "state", "updated_at"),
     Index("ix_a2a_remote_delegations_task", "task_id"),
+)
+
+# The publication log: one row per change to a project's artifacts (an accepted completion,
+# a direct edit or delete, an import), written in the change's own transaction. Projections
+# (the git repository, docs/git.md) replay it; the ledger never waits for them.
+publications = Table(
+    "publications",
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("version", BigInteger, primary_key=True),  # the seq of the change's audit event
+    Column("kind", String(16), nullable=False),  # "completion", "edit" or "import"
+    Column("actor", String(ID), nullable=True),
+    Column("at", Float, nullable=False),
+    Column("changes", Text, nullable=False),  # JSON: path → [digest, mode] (mode null: kept), or null
+    Column("meta", Text, nullable=False),  # JSON: title, task, attempt, candidate, contract, ...
 )

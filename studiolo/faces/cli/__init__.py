@@ -56,6 +56,11 @@ COMMANDS: dict[str, Lazy] = {
     "complete": Lazy(
         _EVIDENCE, "Ask for the task to be recorded as completed. Exit 1 with every failed predicate if not."
     ),
+    "git": Lazy("studiolo.faces.cli.git", "The project's git repository: status, import."),
+    "rebase": Lazy(
+        "studiolo.faces.cli.git",
+        "Merge your work tree's change onto the current published commit (git merge-tree).",
+    ),
     "project": Lazy(_ADMIN, "Projects (service admins create them)."),
     "principal": Lazy(_ADMIN, "Principals and their tokens."),
     "grant": Lazy(_ADMIN, "Grants: actions over path scopes; revocable."),

@@ -45,14 +45,24 @@ def checkout(
     directory: Path,
     prefix: Annotated[str, typer.Option(help="only paths under this prefix")] = "",
     project: Project = None,
+    git: Annotated[bool, typer.Option("--git", help="clone the project's git branch instead")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Write the current artifacts (under a prefix) into a directory, with a manifest.
 
     Every path stays inside DIRECTORY (no `..`, absolute paths, `.git`, or symlinks) and
     every blob is checked against its digest; anything else is refused before it is written.
+    With `--git`: a clone of the published branch (the whole project; docs/git.md), its
+    manifest in `.git/`; `submit` then diffs the work tree against the base commit.
     """
     st = state(ctx, json_out)
+    if git:
+        from studiolo.faces.cli._git_work import checkout_git
+
+        with st.client() as c:
+            done = checkout_git(c, st.settings.url, st.settings.token, directory, c.project_id(project))
+        emit(st, done, lambda con: con.print(f"cloned {done['base_commit']} into {directory}"))
+        return
     files: dict[str, dict[str, Any]] = {}
     with st.client() as c:
         pid = c.project_id(project)
@@ -129,8 +139,24 @@ def submit(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Upload a directory's changed files as a candidate of your attempt."""
+    """Upload a directory's changed files as a candidate of your attempt.
+
+    A git working tree from `checkout --git`: its changes against the base commit, untracked
+    files included, ignored ones not; default reads: the unchanged files beside the change
+    (docs/git.md)."""
     st = state(ctx, json_out)
+    from studiolo.git.worktree import is_git_checkout
+
+    if is_git_checkout(directory):
+        from studiolo.faces.cli._git_work import submit_git
+
+        with st.client() as c:
+            try:
+                cand = submit_git(c, attempt_id, directory, dep or [], collection_dep or [])
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="DIRECTORY") from exc
+        emit(st, cand, lambda con: con.print(f"candidate [bold]{cand.id}[/] ({cand.digest})"))
+        return
     manifest_path = directory / MANIFEST
     manifest: dict[str, Any] = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     with st.client() as c:

@@ -18,6 +18,7 @@ from studiolo.faces.http.problems import install_handlers
 from studiolo.faces.http.routes import ROUTERS
 from studiolo.faces.mcp.mount import mount_mcp
 from studiolo.faces.web import install_web
+from studiolo.git.http import mount_git
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
@@ -41,6 +42,7 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     mount_mcp(app, coordinator, settings)  # the MCP face, under /mcp
     if settings.a2a_requester:
         mount_requester(app, coordinator, settings)  # delegations to remote A2A agents
+    mount_git(app, coordinator, settings)  # the git projection, and clones under /git
     install_handlers(app)
     install_openapi(app)
     install_route_index(app.router)  # a request's route found without scanning every route

@@ -4,7 +4,17 @@ from studiolo.api import requests
 
 requests.build_all()  # before any route declares a body (see `build_all`)
 
-from studiolo.faces.http.routes import admin, completion, content, events, evidence, ops, remote, work  # noqa: E402
+from studiolo.faces.http.routes import (  # noqa: E402
+    admin,
+    completion,
+    content,
+    events,
+    evidence,
+    git,
+    ops,
+    remote,
+    work,
+)
 
 __all__ = ["ROUTERS"]
 
@@ -17,4 +27,5 @@ ROUTERS = (
     completion.router,
     events.router,
     remote.router,
+    git.router,
 )

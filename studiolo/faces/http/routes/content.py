@@ -81,7 +81,7 @@ def read_artifact(
 def edit_artifact(
     project_id: str, path: str, body: ArtifactEditIn, caller: Caller, door: Door
 ) -> s.ArtifactOut:
-    art = door.edit_artifact(caller, project_id, path, body.digest, body.base_revision)
+    art = door.edit_artifact(caller, project_id, path, body.digest, body.base_revision, body.mode)
     return s.ArtifactOut.model_validate(art)
 
 

@@ -1,0 +1,158 @@
+"""Serving the projection: the projector runs for the app's lifetime, and `git clone`
+reads the repositories through git's own `git http-backend` (the smart HTTP read side only)
+under `/git/<project>.git`. Authentication is the bearer token, sent as a header
+(`http.extraHeader`) or as the password of HTTP Basic; only principals who may read the
+whole project may clone (docs/git.md, "Reading")."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import os
+import re
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from studiolo._exceptions import StudioloError
+from studiolo.core.model import Principal
+from studiolo.git.projector import Projector, repository_path
+from studiolo.service import Coordinator
+from studiolo.settings import Settings
+from studiolo.store import Tx
+
+__all__ = ["mount_git"]
+
+_SERVICES = {"git-upload-pack"}  # the read side: receive-pack (push) is refused
+_PATHS = re.compile(r"^(info/refs|git-upload-pack|HEAD)$")
+_MAX_BODY = 16 * 1024 * 1024
+_BASIC = {"WWW-Authenticate": 'Basic realm="studiolo"'}
+
+
+def mount_git(app: Any, door: Coordinator, settings: Settings) -> Projector | None:
+    """Run the projector with the app and serve clones, if the service publishes git."""
+    root = settings.git_root()
+    if root is None:
+        return None
+    projector = Projector(
+        door.store,
+        root,
+        interval=settings.git_interval_seconds,
+        checkpoint_every=settings.git_checkpoint_seconds,
+    )
+    app.state.projector = projector
+    parent = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        projector.start()  # its first pass replays whatever a crash left unpublished
+        try:
+            async with parent(a) as state:
+                yield state
+        finally:
+            await asyncio.to_thread(projector.stop)
+
+    app.router.lifespan_context = lifespan
+
+    async def endpoint(request: Request) -> Response:
+        return await _serve(request, door, projector, root)
+
+    app.router.routes.insert(0, Route("/git/{repo}/{rest:path}", endpoint, methods=["GET", "POST"]))
+    return projector
+
+
+def _token(request: Request) -> str | None:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip() or None
+    if scheme.lower() == "basic":
+        try:
+            _user, _, password = base64.b64decode(value.strip()).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return password or None
+    return None
+
+
+def _refusal(door: Coordinator, caller: Principal, project_id: str) -> str | None:
+    """None if the caller may read every path of the project; else why it may not clone."""
+
+    def run(tx: Tx) -> str | None:
+        if not door.sees_project(tx, caller, project_id):
+            return f"project {project_id} not found"
+        if door.path_reader(tx, caller, project_id) is not None:
+            return (
+                f"{caller.name} may read only part of project {project_id}, and a clone holds all of it;"
+                " use `studiolo checkout` for the paths your grant covers"
+            )
+        return None
+
+    return door.store.read(run)
+
+
+async def _serve(request: Request, door: Coordinator, projector: Projector, root: Path) -> Response:
+    name, rest = request.path_params["repo"], request.path_params["rest"]
+    service = request.query_params.get("service", "")
+    if (
+        not name.endswith(".git")
+        or not _PATHS.match(rest)
+        or (rest == "info/refs" and service not in _SERVICES)
+    ):
+        return PlainTextResponse("this service serves clones and fetches only\n", status_code=403)
+    project_id = name.removesuffix(".git")
+    token = _token(request)
+    if token is None:
+        return PlainTextResponse("a Studiolo token is required (as the password)\n", 401, headers=_BASIC)
+    try:
+        caller = await run_in_threadpool(door.authenticate, token)
+        refusal = await run_in_threadpool(_refusal, door, caller, project_id)
+    except StudioloError as exc:
+        return PlainTextResponse(f"{exc.detail}\n", exc.status, headers=_BASIC if exc.status == 401 else None)
+    if refusal is not None:
+        status = 404 if refusal.endswith("not found") else 403
+        return PlainTextResponse(refusal + "\n", status_code=status)
+    if rest == "info/refs":
+        await run_in_threadpool(projector.publish, project_id)  # a clone sees the ledger's last change
+    if not (repository_path(root, project_id) / "HEAD").is_file():
+        return PlainTextResponse(f"project {project_id} has published nothing yet\n", status_code=404)
+    body = await request.body()
+    if len(body) > _MAX_BODY:
+        return PlainTextResponse("request too large\n", status_code=413)
+    return await run_in_threadpool(_backend, request, root, f"/{name}/{rest}", body, caller)
+
+
+def _backend(request: Request, root: Path, path: str, body: bytes, caller: Principal) -> Response:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_PROJECT_ROOT": str(root),
+        "GIT_HTTP_EXPORT_ALL": "1",
+        "PATH_INFO": path,
+        "QUERY_STRING": request.url.query,
+        "REQUEST_METHOD": request.method,
+        "CONTENT_TYPE": request.headers.get("content-type", ""),
+        "CONTENT_LENGTH": str(len(body)),
+        "REMOTE_USER": caller.id,
+        "REMOTE_ADDR": request.client.host if request.client else "",
+        "HTTP_GIT_PROTOCOL": request.headers.get("git-protocol", ""),
+        "HTTP_CONTENT_ENCODING": request.headers.get("content-encoding", ""),
+    }
+    done = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, timeout=600)
+    head, _, payload = done.stdout.partition(b"\r\n\r\n")
+    if not _ and b"\n\n" in done.stdout:
+        head, _, payload = done.stdout.partition(b"\n\n")
+    status, headers = 200, {}
+    for line in head.decode("latin-1").splitlines():
+        key, _, value = line.partition(":")
+        if key.lower() == "status":
+            status = int(value.strip().split()[0])
+        elif key:
+            headers[key.strip()] = value.strip()
+    return Response(payload, status_code=status, headers=headers)

@@ -1,0 +1,256 @@
+"""The projector: replays each project's publication log into its bare repository.
+
+The ledger commits first; the projector follows (docs/git.md, "The protocol"). For each
+publication above the branch's version it writes the commit (a pure function of the
+ledger: parent, tree, author, times, message), the completion's note, then moves the notes
+ref and the branch by compare-and-swap. A crash anywhere leaves the refs at a published
+state; the next pass (at start, and on a timer) writes the same objects again, so the same
+ids. Nothing here writes to the ledger."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from studiolo.core.model import Publication
+from studiolo.git.dsse import envelope
+from studiolo.git.message import COMMITTER, author_of, commit_message, completion_statement
+from studiolo.git.mirrors import Mirrors
+from studiolo.git.repository import BRANCH, CHECKPOINTS, NOTES, Change, GitRepo, RefMoved
+from studiolo.keys import ServiceKey
+from studiolo.store import Store, Tx
+
+__all__ = ["Projector", "repository_path"]
+
+log = logging.getLogger(__name__)
+
+
+def repository_path(root: Path, project_id: str) -> Path:
+    return root / f"{project_id}.git"
+
+
+@dataclass
+class _Inputs:
+    """What a batch of publications needs from the ledger, read in one transaction."""
+
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    chain: dict[int, str | None] = field(default_factory=dict)
+    receipts: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)  # task → (body, sig)
+    key: ServiceKey | None = None
+
+
+def _read_inputs(tx: Tx, pubs: Iterable[Publication]) -> _Inputs:
+    got = _Inputs()
+    key_text = tx.meta.get("service_key")
+    got.key = ServiceKey.from_text(key_text) if key_text else None
+    for pub in pubs:
+        got.chain[pub.version] = tx.publications.event_hash(pub.version)
+        if pub.actor and pub.actor not in got.names:
+            who = tx.access.principal(pub.actor)
+            got.names[pub.actor] = who.name if who else pub.actor
+        for digest, _mode in pub.changes.values():
+            if digest and digest not in got.blobs:
+                data = tx.content.blob(digest)
+                if data is None:
+                    raise LookupError(f"blob {digest} of version {pub.version} is missing from the ledger")
+                got.blobs[digest] = data
+        task = pub.meta.get("task")
+        if pub.kind == "completion" and isinstance(task, str):
+            done = tx.work.completion_of_task(task)
+            if done is not None:
+                got.receipts[task] = (dict(done.receipt), done.signature)
+    return got
+
+
+class Projector:
+    """Publishes every project's log into `root/<project>.git`; `start()` runs it on a timer."""
+
+    def __init__(
+        self,
+        store: Store,
+        root: Path,
+        *,
+        interval: float = 2.0,
+        checkpoint_every: float = 60.0,
+        batch: int = 200,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store, self.root, self.interval, self.batch = store, root, interval, batch
+        self.checkpoint_every, self.clock = checkpoint_every, clock
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one pass at a time in this process
+        self._checkpointed: dict[str, float] = {}
+        self.mirrors = Mirrors()
+
+    def repo(self, project_id: str) -> GitRepo:
+        return GitRepo(repository_path(self.root, project_id))
+
+    # one pass ---------------------------------------------------------------------
+    def run_once(self) -> int:
+        """Publish every project's pending log; how many commits were published."""
+        projects = self.store.read(lambda tx: tx.publications.projects())
+        return sum(self.publish(pid) for pid in projects)
+
+    def publish(self, project_id: str) -> int:
+        """Publish the project's log above its branch; how many commits."""
+        with self._lock:
+            count = 0
+            while True:
+                n = self._publish_batch(project_id)
+                count += n
+                if n < self.batch:
+                    break
+            if count or self.clock() - self._checkpointed.get(project_id, 0.0) >= self.checkpoint_every:
+                self.checkpoint(project_id)
+            if self._exists(project_id):
+                self.mirrors.push(self.repo(project_id))  # those that lag and are due
+            return count
+
+    def _publish_batch(self, project_id: str) -> int:
+        head, version = self.repo(project_id).tip(BRANCH) if self._exists(project_id) else (None, 0)
+        pubs = self.store.read(lambda tx: tx.publications.after(project_id, version, self.batch))
+        if not pubs:
+            return 0
+        repo = self.repo(project_id)
+        inputs = self.store.read(lambda tx: _read_inputs(tx, pubs))
+        notes_tip, noted = repo.tip(NOTES)
+        notes = notes_tip
+        tip = head
+        for pub in pubs:
+            tip = self._commit(repo, tip, pub, inputs)
+            notes = self._note(repo, notes, noted, tip, pub, inputs)
+        if notes is not None and notes != notes_tip:
+            repo.advance(NOTES, notes_tip, notes)  # notes first: they name commits the branch will hold
+        assert tip is not None
+        repo.advance(BRANCH, head, tip)
+        return len(pubs)
+
+    def _exists(self, project_id: str) -> bool:
+        return (repository_path(self.root, project_id) / "HEAD").is_file()
+
+    @staticmethod
+    def _commit(repo: GitRepo, parent: pygit2.Oid | None, pub: Publication, inputs: _Inputs) -> pygit2.Oid:
+        changes = {
+            path: None if digest is None else Change(repo.blob(inputs.blobs[digest]), mode)
+            for path, (digest, mode) in pub.changes.items()
+        }
+        if pub.kind in ("import", "baseline"):  # the tree is exactly what it lists
+            tree = repo.apply(None, {p: c for p, c in changes.items() if c is not None})
+        else:
+            tree = repo.apply(repo.tree_of(parent), changes)
+        author = author_of(inputs.names.get(pub.actor or ""), pub.actor)
+        return repo.commit(tree, parent, author, pub.at, commit_message(pub, inputs.chain.get(pub.version)))
+
+    @staticmethod
+    def _note(
+        repo: GitRepo,
+        notes: pygit2.Oid | None,
+        noted: int,
+        commit: pygit2.Oid,
+        pub: Publication,
+        inputs: _Inputs,
+    ) -> pygit2.Oid | None:
+        """The notes commit after this publication's note (a completion's receipt); unchanged
+        for other publications and for those the notes ref already holds (`noted`)."""
+        task = pub.meta.get("task")
+        if (
+            pub.kind != "completion"
+            or pub.version <= noted
+            or inputs.key is None
+            or not isinstance(task, str)
+        ):
+            return notes
+        body, signature = inputs.receipts[task]
+        statement = completion_statement(pub, str(commit), body, signature, inputs.chain.get(pub.version))
+        text = json.dumps(envelope(statement, inputs.key), sort_keys=True, indent=2) + "\n"
+        tree = repo.note_tree(notes, commit, text)
+        message = f"Note of Studiolo-Version {pub.version}\n\nStudiolo-Version: {pub.version}\n"
+        return repo.commit(tree, notes, COMMITTER, pub.at, message)
+
+    # checkpoints --------------------------------------------------------------------
+    def checkpoint(self, project_id: str) -> pygit2.Oid | None:
+        """Commit a signed statement of the project's audit chain head (and the branch it
+        has published) to `refs/studiolo/checkpoints`, if the head moved since the last."""
+        if not self._exists(project_id):
+            return None
+        self._checkpointed[project_id] = self.clock()
+        repo = self.repo(project_id)
+        head, version = repo.tip(BRANCH)
+        chain, key_text = self.store.read(lambda tx: (tx.audit.head(project_id), tx.meta.get("service_key")))
+        if key_text is None:
+            return None
+        last, _ = repo.tip(CHECKPOINTS)
+        statement = _checkpoint_statement(project_id, head, version, chain.seq, chain.hash, self.clock())
+        if last is not None and _same_chain(repo, last, chain.seq):
+            return None
+        text = json.dumps(envelope(statement, ServiceKey.from_text(key_text)), sort_keys=True, indent=2)
+        tree = repo.apply(None, {"checkpoint.json": Change(repo.blob(text.encode() + b"\n"), None)})
+        message = f"Checkpoint of chain {project_id} at {chain.seq}\n\nStudiolo-Version: {version}\n"
+        new = repo.commit(tree, last, COMMITTER, self.clock(), message)
+        try:
+            repo.advance(CHECKPOINTS, last, new)
+        except RefMoved:
+            return None  # another pass wrote one meanwhile
+        return new
+
+    # the timer -------------------------------------------------------------------
+    def start(self) -> None:
+        """Replay every project's log now (recovery), then on a timer and when `poke`d."""
+        self._thread = threading.Thread(target=self._loop, name="studiolo-git-projector", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except Exception:
+                log.exception("git projection failed; retrying")
+            self._wake.wait(self.interval)
+            self._wake.clear()
+
+
+def _checkpoint_statement(
+    project_id: str, head: pygit2.Oid | None, version: int, seq: int, chain_hash: str, at: float
+) -> dict[str, Any]:
+    subject = [{"name": BRANCH, "digest": {"gitCommit": str(head)}}] if head is not None else []
+    return {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": subject,
+        "predicateType": "https://studiolo.invalid/audit-checkpoint/v1",
+        "predicate": {
+            "project": project_id,
+            "chain": {"seq": seq, "hash": chain_hash},
+            "published_version": version,
+            "at": int(at),
+        },
+    }
+
+
+def _same_chain(repo: GitRepo, checkpoint: pygit2.Oid, seq: int) -> bool:
+    files = repo.files(checkpoint)
+    data = files.get("checkpoint.json")
+    if data is None:
+        return False
+    payload = json.loads(base64.b64decode(json.loads(data[0])["payload"]))
+    return bool(payload["predicate"]["chain"]["seq"] == seq)

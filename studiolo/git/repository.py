@@ -1,0 +1,177 @@
+"""One project's bare repository (pygit2, docs/git.md): trees changed along the changed
+paths only, commits with the times given, and refs moved by compare-and-swap, never
+backwards. Every object written here is a function of its inputs: the same publications
+give the same ids."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import FileMode as GitMode
+
+from studiolo.core.model import FileMode
+from studiolo.git.message import COMMITTER, version_of
+
+__all__ = ["BRANCH", "CHECKPOINTS", "NOTES", "Change", "GitRepo", "PathConflict", "RefMoved"]
+
+BRANCH = "refs/heads/main"
+NOTES = "refs/notes/studiolo"
+CHECKPOINTS = "refs/studiolo/checkpoints"
+_MODES = {FileMode.REGULAR: GitMode.BLOB, FileMode.EXECUTABLE: GitMode.BLOB_EXECUTABLE}
+_BLOBS = (GitMode.BLOB, GitMode.BLOB_EXECUTABLE)
+
+
+class PathConflict(Exception):
+    """A path is both a file and a directory: no git tree holds that."""
+
+
+class RefMoved(Exception):
+    """A ref was not where this writer read it: another writer moved it (or it went backwards)."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """A path's new blob and mode (None: kept, or regular for a new path); a delete is None."""
+
+    blob: pygit2.Oid
+    mode: FileMode | None
+
+
+def _signature(who: tuple[str, str], at: float) -> pygit2.Signature:
+    return pygit2.Signature(who[0], who[1], int(at), 0)
+
+
+class GitRepo:
+    """A bare repository Studiolo owns: its branch, its notes, its checkpoints."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if (path / "HEAD").is_file():
+            self.repo = pygit2.Repository(str(path))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+
+    # reading -----------------------------------------------------------------
+    def tip(self, ref: str) -> tuple[pygit2.Oid | None, int]:
+        """The commit a ref points at and the ledger version its message names (None, 0: no ref)."""
+        found = self.repo.references.get(ref)
+        if found is None:
+            return None, 0
+        commit = self.repo[found.target]
+        assert isinstance(commit, pygit2.Commit)
+        return commit.id, version_of(commit.message)
+
+    def tree_of(self, commit: pygit2.Oid | None) -> pygit2.Oid | None:
+        if commit is None:
+            return None
+        found = self.repo[commit]
+        assert isinstance(found, pygit2.Commit)
+        return found.tree_id
+
+    def files(self, commit: pygit2.Oid | None) -> dict[str, tuple[bytes, FileMode]]:
+        """Every file of a commit's tree: path → (bytes, mode) (tests and `git status`)."""
+        out: dict[str, tuple[bytes, FileMode]] = {}
+        tree = self.tree_of(commit)
+        if tree is not None:
+            self._walk(tree, "", out)
+        return out
+
+    def _walk(self, tree: pygit2.Oid, prefix: str, out: dict[str, tuple[bytes, FileMode]]) -> None:
+        found = self.repo[tree]
+        assert isinstance(found, pygit2.Tree)
+        for entry in found:
+            path = prefix + str(entry.name)
+            if entry.filemode == GitMode.TREE:
+                self._walk(entry.id, path + "/", out)
+            else:
+                mode = FileMode.EXECUTABLE if entry.filemode == GitMode.BLOB_EXECUTABLE else FileMode.REGULAR
+                blob = self.repo[entry.id]
+                assert isinstance(blob, pygit2.Blob)
+                out[path] = (blob.data, mode)
+
+    # writing objects ------------------------------------------------------------
+    def blob(self, data: bytes) -> pygit2.Oid:
+        return self.repo.create_blob(data)
+
+    def apply(self, tree: pygit2.Oid | None, changes: Mapping[str, Change | None]) -> pygit2.Oid:
+        """The tree after `changes`: only the trees on a changed path are written."""
+        new = self._apply(tree, changes)
+        return new if new is not None else self.repo.TreeBuilder().write()
+
+    def _apply(self, tree: pygit2.Oid | None, changes: Mapping[str, Change | None]) -> pygit2.Oid | None:
+        builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
+        below: dict[str, dict[str, Change | None]] = {}
+        for path, change in sorted(changes.items()):
+            name, sep, rest = path.partition("/")
+            if sep:
+                below.setdefault(name, {})[rest] = change
+                continue
+            existing = builder.get(name)
+            if name in below or (existing is not None and existing.filemode == GitMode.TREE):
+                raise PathConflict(f"{path!r} is both a file and a directory")
+            if change is None:
+                if existing is not None:
+                    builder.remove(name)
+                continue
+            kept = existing.filemode if existing is not None else GitMode.BLOB
+            builder.insert(name, change.blob, _MODES[change.mode] if change.mode else kept)
+        for name, inner in below.items():
+            existing = builder.get(name)
+            if existing is not None and existing.filemode in _BLOBS:
+                raise PathConflict(f"{name!r} is both a file and a directory")
+            sub = self._apply(existing.id if existing is not None else None, inner)
+            if sub is not None:
+                builder.insert(name, sub, GitMode.TREE)
+            elif existing is not None:
+                builder.remove(name)
+        return builder.write() if len(builder) else None
+
+    def commit(
+        self,
+        tree: pygit2.Oid,
+        parent: pygit2.Oid | None,
+        author: tuple[str, str],
+        at: float,
+        message: str,
+    ) -> pygit2.Oid:
+        """A commit object (no ref moves): author and committer times are `at`, UTC."""
+        parents = [parent] if parent is not None else []
+        return self.repo.create_commit(
+            None, _signature(author, at), _signature(COMMITTER, at), message, tree, parents
+        )
+
+    # moving refs ----------------------------------------------------------------
+    def advance(self, ref: str, old: pygit2.Oid | None, new: pygit2.Oid) -> None:
+        """Move `ref` from `old` to `new` by compare-and-swap; `new` must descend from `old`."""
+        if old is not None and not self.repo.descendant_of(new, old):
+            raise RefMoved(f"{ref}: {new} does not descend from {old}")
+        try:
+            if old is None:
+                self.repo.references.create(ref, new, force=False)
+                return
+            found = self.repo.references.get(ref)
+            if found is None or found.target != old:
+                raise RefMoved(f"{ref} is not at {old}")
+            found.set_target(new)  # libgit2 checks the value read above again, under the ref's lock
+        except (pygit2.GitError, pygit2.AlreadyExistsError) as exc:
+            raise RefMoved(f"{ref} moved: {exc}") from exc
+
+    def note_tree(self, notes: pygit2.Oid | None, commit: pygit2.Oid, text: str) -> pygit2.Oid:
+        """The notes tree with `text` as the note of `commit` (git's 2/38 fan-out)."""
+        hexa = str(commit)
+        change = Change(self.blob(text.encode()), FileMode.REGULAR)
+        return self.apply(self.tree_of(notes), {f"{hexa[:2]}/{hexa[2:]}": change})
+
+    def note(self, commit: pygit2.Oid) -> str | None:
+        """The Studiolo note of a commit, if it has one."""
+        found = self.repo.references.get(NOTES)
+        if found is None:
+            return None
+        try:
+            return str(self.repo.lookup_note(str(commit), NOTES).message)
+        except KeyError:
+            return None

@@ -1,0 +1,104 @@
+"""An import: a tree of files (a git commit's, docs/git.md) becomes the project's artifacts
+in one audited edit that records where it came from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from studiolo._exceptions import InvalidRequest, NotAuthorized
+from studiolo.core.canonical import digest_json, is_digest
+from studiolo.core.model import Action, FileMode, Principal
+from studiolo.core.paths import normalize_path
+from studiolo.service._door import Door
+from studiolo.store import Tx
+
+__all__ = ["ImportOps", "Imported"]
+
+
+@dataclass(frozen=True)
+class Imported:
+    version: int  # the import's commit version (its audit event)
+    written: int  # paths added or changed
+    deleted: int  # paths the tree does not hold any more
+    unchanged: int
+    tree_digest: str  # SHA-256 of the canonical {path: [digest, mode]}
+
+
+def _tree(files: Mapping[str, tuple[str, FileMode]]) -> dict[str, tuple[str, FileMode]]:
+    out: dict[str, tuple[str, FileMode]] = {}
+    for path, (digest, mode) in files.items():
+        norm = normalize_path(path)
+        if norm != path:
+            raise InvalidRequest(f"{path!r} is not a normalized path (it is {norm!r})")
+        if not is_digest(digest):
+            raise InvalidRequest(f"malformed digest for {path!r}")
+        out[norm] = (digest, FileMode(mode))
+    return out
+
+
+class ImportOps(Door):
+    def import_tree(
+        self,
+        caller: Principal,
+        project_id: str,
+        files: Mapping[str, tuple[str, FileMode]],
+        source: Mapping[str, str],
+    ) -> Imported:
+        """Make `files` the project's artifacts: write what differs, delete what the tree
+        lacks, in one transaction; one `artifacts.imported` event and one publication.
+        The caller needs a write grant covering every path written or deleted."""
+        tree = _tree(files)
+        tree_digest = digest_json({p: [d, m.value] for p, (d, m) in tree.items()})
+        origin = {k: str(v)[:200] for k, v in source.items() if k in ("commit", "ref", "repository")}
+
+        def run(tx: Tx) -> Imported:
+            self.require_project(tx, caller, project_id)
+            live = {a.path: a for a in tx.content.artifacts(project_id) if a.digest is not None}
+            written = {
+                p: dm for p, dm in tree.items() if p not in live or (live[p].digest, live[p].mode) != dm
+            }
+            deleted = sorted(set(live) - set(tree))
+            self._require_writes(tx, caller, project_id, [*written, *deleted])
+            blobs = sorted({d for d, _ in written.values()})
+            absent, unreadable = tx.content.blob_gaps(None if caller.is_service_admin else project_id, blobs)
+            if absent or unreadable:
+                missing = sorted({*absent, *unreadable})[:5]
+                raise InvalidRequest(f"blobs not uploaded: {missing}", reason="blob_missing")
+            tx.content.add_blob_ref(project_id, blobs)
+            revisions = {
+                path: tx.content.write_artifact(project_id, path, digest, tx.now, caller.id, "import", mode)
+                for path, (digest, mode) in sorted(written.items())
+            }
+            for path in deleted:
+                revisions[path] = tx.content.write_artifact(
+                    project_id, path, None, tx.now, caller.id, "import"
+                )
+            seq = self.audit(
+                tx,
+                project_id,
+                "artifacts.imported",
+                caller,
+                origin.get("commit"),
+                **origin,
+                tree_digest=tree_digest,
+                written=sorted(written),
+                deleted=deleted,
+                revisions=revisions,
+            )
+            title = f"Import {origin.get('commit', '')[:12]} ({origin.get('ref', 'a tree')})"
+            meta = {"title": title, "source_commit": origin.get("commit"), "tree_digest": tree_digest}
+            changes = {p: (d, m) for p, (d, m) in tree.items()}
+            tx.publications.append(project_id, seq, "import", caller.id, tx.now, changes, meta)
+            unchanged = len(tree) - len(written)
+            return Imported(seq, len(written), len(deleted), unchanged, tree_digest)
+
+        return self.write_in(project_id, run)
+
+    def _require_writes(self, tx: Tx, caller: Principal, project_id: str, paths: list[str]) -> None:
+        if caller.is_service_admin:
+            return
+        grants = self.grants(tx, caller, project_id)
+        refused = [p for p in paths if not any(g.covers(Action.WRITE, p) for g in grants)]
+        if refused:
+            raise NotAuthorized(f"{caller.name} holds no live write grant on {refused[:5]}")
