@@ -39,10 +39,10 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     install_web(app)  # the dashboard, under /ui
     public = settings.public_url or f"http://{settings.host}:{settings.port}"
     mount_a2a(app, coordinator, public, poll_seconds=event_poll_seconds)  # the A2A face, under /a2a
-    mount_mcp(app, coordinator, settings)  # the MCP face, under /mcp
+    mount_git(app, coordinator, settings)  # the git projection, and clones under /git
+    mount_mcp(app, coordinator, settings)  # the MCP face, under /mcp (mounted last: matched first)
     if settings.a2a_requester:
         mount_requester(app, coordinator, settings)  # delegations to remote A2A agents
-    mount_git(app, coordinator, settings)  # the git projection, and clones under /git
     install_handlers(app)
     install_openapi(app)
     install_route_index(app.router)  # a request's route found without scanning every route
