@@ -11,6 +11,7 @@ import pygit2
 import pytest
 
 from studiolo.core.model import FileMode
+from studiolo.git import projector as projector_module
 from studiolo.git import repository
 from studiolo.git.dsse import open_envelope
 from studiolo.git.message import VSA
@@ -173,6 +174,7 @@ def test_a_pass_writes_its_objects_as_one_pack_and_packs_are_bounded(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     w = world
+    monkeypatch.setattr(projector_module, "PACK_FROM", 1)
     projector = projector_for(w, tmp_path / "git")
     projector.run_once()
     path = projector.repo(w.project_id).path
