@@ -10,7 +10,6 @@ ids. Nothing here writes to the ledger."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import threading
@@ -33,8 +32,6 @@ from studiolo.store import Store, Tx
 __all__ = ["Projector", "repository_path"]
 
 log = logging.getLogger(__name__)
-
-PACK_FROM = 8  # a pass of this many publications writes one pack; fewer, a loose file an object
 
 
 def repository_path(root: Path, project_id: str) -> Path:
@@ -131,11 +128,9 @@ class Projector:
         notes_tip, noted = repo.tip(NOTES)
         notes = notes_tip
         tip = head
-        packed = repo.one_pack() if len(pubs) >= PACK_FROM else contextlib.nullcontext()
-        with packed:  # the batch's objects are durable (a pack, or loose files) before any ref moves
-            for pub in pubs:
-                tip = self._commit(repo, tip, pub, inputs)
-                notes = self._note(repo, notes, noted, tip, pub, inputs)
+        for pub in pubs:
+            tip = self._commit(repo, tip, pub, inputs)
+            notes = self._note(repo, notes, noted, tip, pub, inputs)
         if notes is not None and notes != notes_tip:
             repo.advance(NOTES, notes_tip, notes)  # notes first: they name commits the branch will hold
         assert tip is not None

@@ -5,10 +5,7 @@ give the same ids."""
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +22,6 @@ NOTES = "refs/notes/studiolo"
 CHECKPOINTS = "refs/studiolo/checkpoints"
 _MODES = {FileMode.REGULAR: GitMode.BLOB, FileMode.EXECUTABLE: GitMode.BLOB_EXECUTABLE}
 _BLOBS = (GitMode.BLOB, GitMode.BLOB_EXECUTABLE)
-_SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else None  # memory, where there is one
-_MAX_PACKS = 32  # more packs than this are packed into one
 
 
 class PathConflict(Exception):
@@ -99,50 +94,6 @@ class GitRepo:
                 out[path] = (blob.data, mode)
 
     # writing objects ------------------------------------------------------------
-    @contextlib.contextmanager
-    def one_pack(self) -> Iterator[None]:
-        """Objects written inside go to a scratch directory in memory, then, on leaving
-        without an error, into one pack of the repository: one file written instead of a
-        loose file per object. The pack is written before any ref may name its objects."""
-        scratch = Path(tempfile.mkdtemp(prefix="studiolo-git-", dir=_SCRATCH))
-        objects = str(self.path / "objects")
-        odb = pygit2.Odb()
-        odb.add_backend(pygit2.OdbBackendPack(objects), 2)
-        odb.add_backend(pygit2.OdbBackendLoose(objects, -1, False), 1)
-        odb.add_backend(pygit2.OdbBackendLoose(str(scratch), 1, False), 3)  # writes land here
-        own = self.repo.odb
-        self.repo.set_odb(odb)
-        try:
-            yield
-            self._pack(scratch)
-        finally:
-            self.repo.set_odb(own)
-            shutil.rmtree(scratch, ignore_errors=True)
-
-    def _pack(self, scratch: Path) -> None:
-        builder = pygit2.PackBuilder(self.repo)
-        for fan in scratch.iterdir():
-            for rest in fan.iterdir():
-                builder.add(pygit2.Oid(hex=fan.name + rest.name))
-        if len(builder):
-            builder.write(str(self.path / "objects" / "pack"))
-        self._consolidate()
-
-    def _consolidate(self) -> None:
-        """Pack every object into one pack when a pass per pack has made too many."""
-        packs = self.path / "objects" / "pack"
-        old = sorted(packs.glob("pack-*.pack"))
-        if len(old) <= _MAX_PACKS:
-            return
-        self.repo.pack(str(packs))
-        new = set(packs.glob("pack-*.pack")) - set(old)
-        if not new:
-            return
-        for pack in old:
-            if pack not in new:
-                for suffix in (".idx", ".rev", ".pack"):
-                    pack.with_suffix(suffix).unlink(missing_ok=True)
-
     def blob(self, data: bytes) -> pygit2.Oid:
         return self.repo.create_blob(data)
 

@@ -8,11 +8,8 @@ import shutil
 from pathlib import Path
 
 import pygit2
-import pytest
 
 from studiolo.core.model import FileMode
-from studiolo.git import projector as projector_module
-from studiolo.git import repository
 from studiolo.git.dsse import open_envelope
 from studiolo.git.message import VSA
 from studiolo.git.repository import BRANCH, CHECKPOINTS, NOTES
@@ -163,32 +160,3 @@ def test_a_ledger_from_before_the_log_publishes_its_artifacts_as_a_baseline(
     projector = projector_for(w, tmp_path / "git")
     projector.run_once()
     assert branch_files(projector, w.project_id) == expected
-
-
-def _loose(repo_path: Path) -> set[str]:
-    objects = repo_path / "objects"
-    return {d.name + f.name for d in objects.iterdir() if len(d.name) == 2 for f in d.iterdir()}
-
-
-def test_a_pass_writes_its_objects_as_one_pack_and_packs_are_bounded(
-    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    w = world
-    monkeypatch.setattr(projector_module, "PACK_FROM", 1)
-    projector = projector_for(w, tmp_path / "git")
-    projector.run_once()
-    path = projector.repo(w.project_id).path
-    packs = path / "objects" / "pack"
-    head = _history(projector.repo(w.project_id).repo)[-1]
-    assert str(head.id) not in _loose(path)  # the branch's commit came in the pass's pack
-    assert len(list(packs.glob("pack-*.pack"))) == 1
-    monkeypatch.setattr(repository, "_MAX_PACKS", 2)
-    for i in range(4):  # a pack a pass; a third one packs everything into one
-        _complete(w, {f"src/p{i}.txt": f"{i}\n".encode()}, title=f"pass {i}")
-        assert projector.run_once() == 1
-        assert len(list(packs.glob("pack-*.pack"))) <= 2
-    assert branch_files(projector, w.project_id) == ledger_files(w)
-    again = projector_for(w, tmp_path / "rebuilt")
-    again.run_once()
-    tips = [p.repo(w.project_id).tip(BRANCH)[0] for p in (projector, again)]
-    assert tips[0] == tips[1]
