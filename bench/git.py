@@ -41,13 +41,15 @@ Prepared = tuple[Task, Attempt, Candidate, list[str]]
 _CHILD = """
 import sys, time
 from pathlib import Path
-from studiolo.git.projector import Projector
+from studiolo.git.projector import Projector, yield_cpu
 from studiolo.git.repository import BRANCH
 from studiolo.store import Store
 
 store = Store(sys.argv[1])
 interval = float(sys.argv[4])  # as Projector._loop: a pass, then the timer; 0: back to back
 projector = Projector(store, Path(sys.argv[2]), checkpoint_every=3600.0)
+if sys.argv[5] == "nice":
+    yield_cpu()  # as Projector._loop does in `studiolo serve`
 log = open(sys.argv[3], "a", buffering=1)
 while True:
     pid = store.read(lambda tx: tx.publications.projects())[-1]
@@ -129,6 +131,9 @@ def main() -> None:
         default=0.5,
         help="the projector's timer (STUDIOLO_GIT_INTERVAL); 0: back to back",
     )
+    ap.add_argument(
+        "--priority", choices=["nice", "same"], default="nice", help="the projector's, as serve's"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         w = build_world(Path(tmp) / "ledger", clock=time.time)
@@ -143,6 +148,7 @@ def main() -> None:
                 str(Path(tmp) / "git"),
                 str(log),
                 str(args.interval),
+                args.priority,
             ]
         )
         try:
@@ -194,6 +200,7 @@ def main() -> None:
                 "completions_per_s": round(rate, 1),
                 "clients": args.clients,
                 "interval_s": args.interval,
+                "priority": args.priority,
                 "lag_p50_s": round(p50, 3),
                 "lag_p99_s": round(p99, 3),
                 "lag_max_s": round(lags[-1], 3),
