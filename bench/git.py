@@ -13,7 +13,7 @@
 
 Prints human lines, then a final line of JSON (with the load average).
 
-    python bench/git.py [--files 10000] [--completions 1000] [--clients 8]
+    python bench/git.py [--files 10000] [--completions 1000] [--clients 8] [--interval 0.5]
 """
 
 from __future__ import annotations
@@ -41,20 +41,22 @@ Prepared = tuple[Task, Attempt, Candidate, list[str]]
 _CHILD = """
 import sys, time
 from pathlib import Path
-from studiolo.git.projector import Projector
+from studiolo.git.projector import Projector, yield_cpu
 from studiolo.git.repository import BRANCH
 from studiolo.store import Store
 
 store = Store(sys.argv[1])
+interval = float(sys.argv[4])  # as Projector._loop: a pass, then the timer; 0: back to back
 projector = Projector(store, Path(sys.argv[2]), checkpoint_every=3600.0)
+if sys.argv[5] == "nice":
+    yield_cpu()  # as Projector._loop does in `studiolo serve`
 log = open(sys.argv[3], "a", buffering=1)
 while True:
     pid = store.read(lambda tx: tx.publications.projects())[-1]
     n = projector.publish(pid)
     if n:
         log.write(f"{projector.repo(pid).tip(BRANCH)[1]} {time.time()}\\n")
-    else:
-        time.sleep(0.02)
+    time.sleep(interval if n or interval else 0.02)
 """
 
 
@@ -123,13 +125,31 @@ def main() -> None:
     ap.add_argument("--completions", type=int, default=1000)
     ap.add_argument("--latency", type=int, default=200, help="completions per side of the latency ratio")
     ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument(
+        "--interval",
+        type=float,
+        default=0.5,
+        help="the projector's timer (STUDIOLO_GIT_INTERVAL); 0: back to back",
+    )
+    ap.add_argument(
+        "--priority", choices=["nice", "same"], default="nice", help="the projector's, as serve's"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         w = build_world(Path(tmp) / "ledger", clock=time.time)
         _import(w, args.files)
         log = Path(tmp) / "published.log"
         child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, w.coord.store.url, str(Path(tmp) / "git"), str(log)]
+            [
+                sys.executable,
+                "-c",
+                _CHILD,
+                w.coord.store.url,
+                str(Path(tmp) / "git"),
+                str(log),
+                str(args.interval),
+                args.priority,
+            ]
         )
         try:
             t0 = time.time()
@@ -179,6 +199,8 @@ def main() -> None:
                 "completion_ms_off": round(statistics.median(off) * 1000, 3),
                 "completions_per_s": round(rate, 1),
                 "clients": args.clients,
+                "interval_s": args.interval,
+                "priority": args.priority,
                 "lag_p50_s": round(p50, 3),
                 "lag_p99_s": round(p99, 3),
                 "lag_max_s": round(lags[-1], 3),

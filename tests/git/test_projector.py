@@ -4,7 +4,10 @@ ledger; a completion's receipt is a DSSE-signed in-toto note the JWKS verifies."
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pygit2
@@ -12,6 +15,7 @@ import pygit2
 from studiolo.core.model import FileMode
 from studiolo.git.dsse import open_envelope
 from studiolo.git.message import VSA
+from studiolo.git.projector import NICENESS
 from studiolo.git.repository import BRANCH, CHECKPOINTS, NOTES
 from tests.git.helpers import branch_files, ledger_files, projector_for
 from tests.world import World
@@ -160,3 +164,21 @@ def test_a_ledger_from_before_the_log_publishes_its_artifacts_as_a_baseline(
     projector = projector_for(w, tmp_path / "git")
     projector.run_once()
     assert branch_files(projector, w.project_id) == expected
+
+
+def test_the_projector_thread_runs_below_the_request_path(world: World, tmp_path: Path) -> None:
+    projector = projector_for(world, tmp_path / "git")
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    projector.start()
+    try:
+        assert projector._thread is not None
+        native = projector._thread.native_id
+        assert native is not None
+        for _ in range(200):  # the thread lowers its own priority first thing
+            if os.getpriority(os.PRIO_PROCESS, native) > mine:
+                break
+            time.sleep(0.01)
+        assert os.getpriority(os.PRIO_PROCESS, native) >= mine + 1 or mine + NICENESS > 19
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # only its own thread
+    finally:
+        projector.stop()
