@@ -154,24 +154,29 @@ def _studiolo_run(cwd: Path, env: dict[str, str]) -> Iterator[str]:
         proc.communicate(timeout=30)
 
 
-def _readme_tour() -> str:
-    section = README.read_text().split("## A 60-second tour", 1)[1]
+def readme_block(heading: str) -> str:
+    """The first ```sh block under a README heading."""
+    section = README.read_text().split(heading, 1)[1]
     return section.split("```sh\n", 1)[1].split("```", 1)[0]
 
 
-def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
-    shim = tmp_path / ".venv" / "bin" / "studiolo"  # the tour puts $PWD/.venv/bin on PATH
+def tour_env(tmp_path: Path) -> dict[str, str]:
+    """A `studiolo` on the tour's PATH ($PWD/.venv/bin) and an environment without STUDIOLO_*."""
+    shim = tmp_path / ".venv" / "bin" / "studiolo"
     shim.parent.mkdir(parents=True)
     entry = "from studiolo.faces.cli import main; main()"
     shim.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{entry}" "$@"\n')
     shim.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("STUDIOLO_")}
     env["STUDIOLO_STATE_DIR"] = str(tmp_path / "cli-state")  # claims never land in ~/.local/state
-    tour = _readme_tour()
-    assert "http://127.0.0.1:8765" in tour and "verifier run --once" in tour
+    return env
+
+
+def run_tour(tmp_path: Path, env: dict[str, str], tour: str) -> subprocess.CompletedProcess[str]:
+    """The tour in bash against `studiolo run` (only the port differs from the README)."""
     with _studiolo_run(tmp_path, env) as url:
         script = tour.replace("http://127.0.0.1:8765", url)
-        run = subprocess.run(
+        return subprocess.run(
             ["bash", "-e", "-o", "pipefail", "-c", script],
             cwd=tmp_path,
             env=env,
@@ -179,6 +184,13 @@ def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
             text=True,
             timeout=300,
         )
+
+
+def test_the_readme_tour_runs_as_written(tmp_path: Path) -> None:
+    env = tour_env(tmp_path)
+    tour = readme_block("## A 60-second tour")
+    assert "http://127.0.0.1:8765" in tour and "verifier run --once" in tour
+    run = run_tour(tmp_path, env, tour)
     assert run.returncode == 0, (run.stdout, run.stderr)
     assert "1 item(s) processed" in run.stdout and "accepted: cmp_" in run.stdout
     assert "fact accepted (still current: True)" in run.stdout
