@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound, StudioloError
+from studiolo.core.lease import is_live
 from studiolo.core.model import (
     Action,
     Attempt,
@@ -388,9 +389,7 @@ class WorkOps(Door):
 
     @staticmethod
     def _live(tx: Tx, a: Attempt) -> bool:
-        return (
-            a.status is AttemptStatus.ACTIVE and a.incarnation == tx.incarnation and tx.now < a.lease_deadline
-        )
+        return is_live(a, tx.incarnation, tx.now)
 
     def _readable_attempt(self, tx: Tx, caller: Principal, attempt_id: str) -> tuple[Attempt, Task]:
         attempt = tx.work.attempt(check_id(attempt_id, "attempt id"))
