@@ -47,7 +47,7 @@ from studiolo.api import responses as s
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.enums import Action, FileMode, PrincipalKind
 from studiolo.core.paths import is_git_segment, normalize_path
-from studiolo.core.reasons import Reason
+from studiolo.core.reasons import ErrorReason, Reason
 
 if TYPE_CHECKING:  # imported where used, so that a CLI call pays only for what it uses:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # signing
@@ -86,7 +86,7 @@ class UntrustedResponse(StudioloError):
     or a path that would leave the local directory being written. Raised by the client only."""
 
     status = 502
-    default_reason = "untrusted_response"
+    default_reason = ErrorReason.UNTRUSTED_RESPONSE
 
 
 def _verify(base_url: str) -> ssl.SSLContext | bool:

@@ -10,6 +10,7 @@ from studiolo._exceptions import InvalidRequest, NotAuthorized
 from studiolo.core.canonical import digest_json, is_digest
 from studiolo.core.model import Action, FileMode, Principal
 from studiolo.core.paths import normalize_path
+from studiolo.core.reasons import ErrorReason
 from studiolo.service._door import Door
 from studiolo.store import Tx
 
@@ -64,7 +65,7 @@ class ImportOps(Door):
             absent, unreadable = tx.content.blob_gaps(None if caller.is_service_admin else project_id, blobs)
             if absent or unreadable:
                 missing = sorted({*absent, *unreadable})[:5]
-                raise InvalidRequest(f"blobs not uploaded: {missing}", reason="blob_missing")
+                raise InvalidRequest(f"blobs not uploaded: {missing}", reason=ErrorReason.BLOB_MISSING)
             tx.content.add_blob_ref(project_id, blobs)
             revisions = {
                 path: tx.content.write_artifact(project_id, path, digest, tx.now, caller.id, "import", mode)

@@ -50,6 +50,7 @@ from studiolo.core.quiescence import (
     TaskView,
     verify_and_quiesce,
 )
+from studiolo.core.reasons import ErrorReason
 from studiolo.core.remote import (
     RemoteDelegation,
     RemoteFile,
@@ -126,7 +127,7 @@ async def fetch_verified_card(agent_url: str, org: RemoteOrg, *, deadline: float
     for kid in sorted(org.keys):
         if _card_verifies(card, kid, org.keys[kid]):
             return CardCheck(card, digest_bytes(card_payload(card)), kid)
-    raise InvalidRequest("the agent card is not signed by a pinned key", reason="signature_invalid")
+    raise InvalidRequest("the agent card is not signed by a pinned key", reason=ErrorReason.SIGNATURE_INVALID)
 
 
 def check_origin(url: str, org: RemoteOrg) -> None:
