@@ -1,7 +1,7 @@
 """Delegating a task to a remote A2A agent (docs/a2a.md, "Delegating to a remote agent"):
 trust anchors per remote organisation, the delegation itself, and its reads. The wait that
 follows is `studiolo.service.remote_wait`; the requester worker
-(`studiolo.faces.a2a.requester`) does the I/O.
+(`studiolo.workers.a2a.requester`) does the I/O.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ from fastapi import FastAPI
 
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
-from studiolo.faces.a2a.requester import mount_requester
 from studiolo.faces.http.deps import AuthenticateFirst
 from studiolo.faces.http.dispatch import install_route_index
 from studiolo.faces.http.feed import Feeds
@@ -21,6 +20,7 @@ from studiolo.faces.web import install_web
 from studiolo.git.http import mount_git
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
+from studiolo.workers.a2a.requester import mount_requester
 
 __all__ = ["create_app"]
 
