@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound, StudioloError
 from studiolo.core.lease import is_live
@@ -264,12 +265,7 @@ class WorkOps:
             try:
                 lease = self._lease(seconds)
                 check_id(attempt_id, "attempt id")
-                # SQLite has one writer whatever the gate: every heartbeat in one transaction
-                gate = (
-                    Gate.whole_ledger()
-                    if self.ctx.store.is_sqlite
-                    else self.ctx.gate_of("attempt", attempt_id)
-                )
+                gate = self.ctx.store.batch_gate(partial(self.ctx.gate_of, "attempt", attempt_id))
             except StudioloError as exc:
                 outcomes[i] = exc
                 continue
