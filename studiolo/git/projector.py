@@ -135,9 +135,10 @@ class Projector:
         notes_tip, noted = repo.tip(NOTES)
         notes = notes_tip
         tip = head
-        for pub in pubs:
-            tip = self._commit(repo, tip, pub, inputs)
-            notes = self._note(repo, notes, noted, tip, pub, inputs)
+        with repo.batch():  # the pass's objects in one pack, written before any ref moves
+            for pub in pubs:
+                tip = self._commit(repo, tip, pub, inputs)
+                notes = self._note(repo, notes, noted, tip, pub, inputs)
         if notes is not None and notes != notes_tip:
             repo.advance(NOTES, notes_tip, notes)  # notes first: they name commits the branch will hold
         assert tip is not None
