@@ -55,32 +55,28 @@ def cell_metrics(records: list[Record]) -> tuple[dict[str, Any], dict[str, Any]]
         "gave_up": sum(1 for r in records if r["kind"] == "gave-up"),
         "final_suite_passes": final["suite_passes"],
         "mirror_matches_ledger": final["mirror_matches_ledger"],
-        "evidence_per_accepted_task": _evidence(final, receipts, accepted),
-        "commit_latency_e2e_s": {
-            "p50": percentile([d["e2e_s"] for d in accepted], 50),
-            "p99": percentile([d["e2e_s"] for d in accepted], 99),
-        },
+        "evidence_totals": _evidence(final, receipts, accepted),
+        "e2e_s": [d["e2e_s"] for d in accepted],
         "turns": records[-1]["turn"],
     }
     door = [d["timing"]["door_ms"] for d in decisions]
     e2e = [r["timing"]["e2e_wall_s"] for r in records if r["kind"] == "suite"]
     timing = {
-        "door_ms": {"p50": percentile(door, 50), "p99": percentile(door, 99), "n": len(door)},
+        "door_ms": door,
         "accept_to_suite_wall_s": {"p50": percentile(e2e, 50), "p99": percentile(e2e, 99)},
     }
     return counts, timing
 
 
-def _evidence(final: Record, receipts: int, accepted: list[Record]) -> dict[str, float] | None:
-    n = len(accepted)
-    if not n:
-        return None
+def _evidence(final: Record, receipts: int, accepted: list[Record]) -> dict[str, int]:
+    """What the cell stored: candidate bytes uploaded, receipts, verifier log bytes, audit
+    events, and the git objects its publications write (the projector's rule)."""
     return {
-        "candidate_bytes": round(final["candidate_bytes"] / n, 1),
-        "receipts": round(receipts / n, 2),
-        "log_bytes": round(final["log_bytes"] / n, 1),
-        "audit_events": round(final["audit_events"] / n, 2),
-        "git_objects": round(sum(d["git_objects"] for d in accepted) / n, 2),
+        "candidate_bytes": final["candidate_bytes"],
+        "receipts": receipts,
+        "log_bytes": final["log_bytes"],
+        "audit_events": final["audit_events"],
+        "git_objects": sum(d["git_objects"] for d in accepted),
     }
 
 

@@ -16,10 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from studiolo.eval.cell import CellSpec
+from studiolo.eval.metrics import percentile
 from studiolo.eval.run import SCHEMA, EvalConfig, EvalResult, falsification, pins, run_eval
 from studiolo.eval.trace import comparable, dump_lines, read_trace
 
-__all__ = ["Outcome", "check_results", "render_results", "replay_trace", "strip_timing", "write_traces"]
+__all__ = [
+    "Outcome",
+    "check_results",
+    "render_results",
+    "render_table",
+    "replay_trace",
+    "strip_timing",
+    "write_traces",
+]
 
 
 def render_results(result: EvalResult) -> str:
@@ -49,7 +58,8 @@ def strip_timing(value: Any) -> Any:
 
 
 def _summary(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per mechanism × read policy (quiescent cells apart), summed over the seeds."""
+    """Per mechanism × read policy (quiescent cells apart), summed over the seeds; latency
+    percentiles pooled over every accepted task of the row's cells."""
     keys = (
         "tasks",
         "task_success",
@@ -81,7 +91,45 @@ def _summary(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row[k] += c["counts"][k]
         if c["counts"]["unsafe_accept"]:
             row["unsafe_seeds"].append(spec["seed"])
+        row.setdefault("e2e", []).extend(c["counts"]["e2e_s"])
+        row.setdefault("door", []).extend(c["timing"]["door_ms"])
+        for k, v in c["counts"]["evidence_totals"].items():
+            row.setdefault("evidence", {}).setdefault(k, 0)
+            row["evidence"][k] += v
+    for row in rows.values():
+        e2e, door, evidence = row.pop("e2e"), row.pop("door"), row.pop("evidence")
+        n = row["accepted"]
+        row["evidence_per_accepted_task"] = {k: round(v / n, 1) for k, v in evidence.items()} if n else None
+        row["commit_latency_e2e_s"] = {"p50": percentile(e2e, 50), "p99": percentile(e2e, 99)}
+        row["timing"] = {
+            "door_ms": {"p50": percentile(door, 50), "p99": percentile(door, 99), "n": len(door)}
+        }
+        row["recovery_per_task"] = round(row["recovery_attempts"] / row["tasks"], 2) if row["tasks"] else 0.0
     return list(rows.values())
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """The summary as the Markdown table docs/evaluation.md shows (a test keeps them equal)."""
+    head = (
+        "| mechanism | reads | task success | accepted | unsafe accept | eligible reject | breakage "
+        "| recoveries/task | e2e p50 / p99 (s) | door p50 / p99 (ms) |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    lines = []
+    for r in doc["summary"]:
+        name = r["mechanism"] + (" (quiescent)" if r["quiescent"] else "")
+        e2e, door = r["commit_latency_e2e_s"], r["timing"]["door_ms"]
+        lines.append(
+            f"| {name} | {r['read_policy']} | {r['task_success']}/{r['tasks']} | {r['accepted']} "
+            f"| {r['unsafe_accept']} | {r['eligible_reject']} | {r['post_merge_breakage']} "
+            f"| {r['recovery_per_task']} | {_n(e2e['p50'])} / {_n(e2e['p99'])} "
+            f"| {_n(door['p50'])} / {_n(door['p99'])} |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def _n(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}"
 
 
 def write_traces(result: EvalResult, directory: Path, every: bool = False) -> list[Path]:

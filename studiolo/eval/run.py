@@ -20,7 +20,7 @@ from studiolo.eval.workload import Workload, load_workload, suite_argv
 from studiolo.eval.world import World, open_world
 from studiolo.verifier import Isolation, Limits
 
-__all__ = ["EvalConfig", "EvalResult", "run_eval", "source_digest"]
+__all__ = ["EvalConfig", "EvalResult", "run_eval", "shipped_results", "source_digest"]
 
 SCHEMA = "studiolo.eval-results/1"
 WORLD_SEED = 0
@@ -93,14 +93,36 @@ class EvalResult:
         return out
 
 
+# The modules whose code decides a trace and its measures: the agent scripts, the authority,
+# the harness, the oracle, the workload reader.  (Rendering, the command line and these
+# orchestration helpers are not pinned: a change there shows as a byte difference instead.)
+PINNED = (
+    "agents.py",
+    "authority.py",
+    "cell.py",
+    "mechanisms.py",
+    "metrics.py",
+    "oracle.py",
+    "suite.py",
+    "trace.py",
+    "workload.py",
+    "world.py",
+    "../git/history.py",
+)
+
+
 def source_digest() -> str:
-    """SHA-256 over the evaluation's own source (the agent scripts, the authority, the
-    oracle, the harness), each file's name and length first: it pins their version."""
+    """SHA-256 over the pinned source, each file's name and length first."""
     h = hashlib.sha256()
-    for path in sorted(_HERE.glob("*.py")):
-        data = path.read_bytes()
-        h.update(f"{path.name}\0{len(data)}\0".encode() + data)
+    for name in PINNED:
+        data = (_HERE / name).read_bytes()
+        h.update(f"{name}\0{len(data)}\0".encode() + data)
     return "sha256:" + h.hexdigest()
+
+
+def shipped_results() -> Path:
+    """The results file the package ships (`studiolo eval --check` it)."""
+    return _HERE / "results.json"
 
 
 def run_eval(

@@ -110,3 +110,27 @@ def test_a_cell_alone_gives_the_trace_it_gives_among_others(
     alone = run_eval(result.config, only=[spec]).traces[spec.key]
     among = result.traces[spec.key]
     assert [strip_timing(r) for r in alone] == [strip_timing(r) for r in among]
+
+
+def test_the_command_line_writes_results_traces_and_replays(
+    small_repo: tuple[Path, str], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from studiolo.faces.cli import app
+
+    repo, until = small_repo
+    out = tmp_path / "r.json"
+    args = ["eval", "--repo", str(repo), "--until", until, "--tasks", "3", "--edits", "1"]
+    args += ["--mechanism", "report-only", "--read-policy", "written", "--out", str(out)]
+    ran = CliRunner().invoke(app, args)
+    assert ran.exit_code == 0, ran.output
+    assert "| report-only | written |" in ran.output
+    assert "accepts after a prior revocation" in ran.output
+    doc = json.loads(out.read_text())
+    assert doc["config"]["repository"] == repo.name
+    trace = tmp_path / "traces" / "report-only.jsonl"
+    assert trace.exists()
+    replayed = CliRunner().invoke(app, ["eval", "--replay", str(trace), "--repo", str(repo)])
+    assert replayed.exit_code == 0, replayed.output
+    assert replayed.output.splitlines()[-1].startswith("OK ")

@@ -67,7 +67,7 @@ def eval_command(
 ) -> None:
     """Run the report's evaluation on a repository's history (or --check, --replay)."""
     from studiolo.eval.mechanisms import MECHANISMS
-    from studiolo.eval.results import check_results, render_results, replay_trace, write_traces
+    from studiolo.eval.results import check_results, render_results, render_table, replay_trace, write_traces
     from studiolo.eval.run import EvalConfig, run_eval
 
     echo = typer.echo
@@ -97,6 +97,7 @@ def eval_command(
     out.write_text(render_results(result), encoding="utf-8")
     written = write_traces(result, traces or out.parent / "traces", every=all_traces)
     doc = json.loads(out.read_text(encoding="utf-8"))
+    echo(render_table(doc))
     for name, verdict in doc["falsification"].items():
         echo(f"falsification: {name}: {verdict}")
     echo(f"wrote {out} and {len(written)} trace(s); {result.wall_s:.0f} s")
