@@ -59,6 +59,7 @@ CLIENT = (
         "studiolo.settings",
         "studiolo.keys",
         "studiolo.client",
+        "studiolo.confined",
         "studiolo.faces.cli._lazy",
         "studiolo.faces.cli._output",
         "studiolo.faces.cli._state",
@@ -68,6 +69,7 @@ CLIENT = (
 )
 CLIENT_FILES = (
     "client.py",
+    "confined.py",
     "keys.py",
     "_exceptions.py",
     "settings.py",
