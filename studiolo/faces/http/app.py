@@ -7,18 +7,19 @@ from fastapi import FastAPI
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
 from studiolo.faces.a2a.requester import mount_requester
-from studiolo.faces.http.deps import AuthenticateFirst
+from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
 from studiolo.faces.http.dispatch import install_route_index
 from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.hot import HotRoutes
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
-from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
 from studiolo.faces.http.openapi import install_openapi
 from studiolo.faces.http.problems import install_handlers
 from studiolo.faces.http.routes import ROUTERS
 from studiolo.faces.mcp.mount import mount_mcp
 from studiolo.faces.web import install_web
 from studiolo.git.http import mount_git
+from studiolo.observe.install import install as observe
+from studiolo.observe.install import metrics_for
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
@@ -30,7 +31,7 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     app = FastAPI(title="Studiolo", version=__version__, docs_url="/docs", redoc_url=None)
     app.state.coordinator = coordinator
     app.state.settings = settings
-    app.state.metrics = Metrics()
+    app.state.metrics = metrics_for(settings)
     app.state.event_poll_seconds = event_poll_seconds
     app.state.stream_slots = StreamSlots(settings.max_streams_per_principal)
     app.state.feeds = Feeds(coordinator, event_poll_seconds)  # one reader for the followed projects
@@ -46,7 +47,8 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
     install_handlers(app)
     install_openapi(app)
     install_route_index(app.router)  # a request's route found without scanning every route
-    # outermost last: metrics → requests in flight → hot → the caller → the body's size → routes
+    # outermost last: observed (ids, metrics, logs) → requests in flight → hot → the caller
+    # → the body's size → routes
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
     app.add_middleware(AuthenticateFirst, door=coordinator)
     app.add_middleware(
@@ -58,5 +60,5 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
         max_waiting=settings.max_queued_requests,
         wait_seconds=settings.queue_wait_seconds,
     )
-    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    observe(app, coordinator.store, app.state.metrics, settings, PRINCIPAL_KEY)
     return app
