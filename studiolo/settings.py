@@ -63,6 +63,7 @@ class Settings:
     metrics: bool = True  # count and time requests, completions, groups, retries (`GET /metrics`)
     metrics_dir: str = ""  # the workers' shared metric files (`serve` makes a temporary one)
     log_format: str = "json"  # "json": a line per request and per state change on stderr; "off"
+    tracing: bool = False  # OpenTelemetry spans to the global tracer provider (the `otel` extra)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -112,6 +113,7 @@ class Settings:
             metrics=e.get("STUDIOLO_METRICS", "1") not in ("0", "false", "no"),
             metrics_dir=e.get("STUDIOLO_METRICS_DIR", base.metrics_dir),
             log_format=e.get("STUDIOLO_LOG", base.log_format),
+            tracing=e.get("STUDIOLO_TRACING", "0") not in ("0", "false", "no", ""),
         )
 
     @staticmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from opentelemetry import trace
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo.observe.context import REQUEST_ID, new_request_id
@@ -27,12 +28,19 @@ _COMPLETE = "/v1/tasks/{task_id}/complete"
 
 class Observed:
     def __init__(
-        self, app: ASGIApp, metrics: Metrics | None, *, log: bool = True, principal_key: str = ""
+        self,
+        app: ASGIApp,
+        metrics: Metrics | None,
+        *,
+        log: bool = True,
+        principal_key: str = "",
+        tracer: trace.Tracer | None = None,
     ) -> None:
         self.app = app
         self.metrics = metrics
         self.log = log
         self.principal_key = principal_key
+        self.tracer = tracer  # None: no spans
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -52,10 +60,39 @@ class Observed:
         token = REQUEST_ID.set(request_id)
         start = time.perf_counter()
         try:
-            await self.app(scope, receive, answer)
+            if self.tracer is None:
+                await self.app(scope, receive, answer)
+            else:
+                await self._traced(self.tracer, scope, receive, answer, request_id)
         finally:
             REQUEST_ID.reset(token)
             self._done(scope, request_id, status, time.perf_counter() - start)
+
+    async def _traced(
+        self, tracer: trace.Tracer, scope: Scope, receive: Receive, send: Send, request_id: str
+    ) -> None:
+        """The request inside a server span, named by its route template once it is known."""
+        method: str = scope["method"]
+        status = 500
+
+        async def answer(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        with tracer.start_as_current_span(method, kind=trace.SpanKind.SERVER) as span:
+            span.set_attribute("http.request.method", method)
+            span.set_attribute("studiolo.request_id", request_id)
+            try:
+                await self.app(scope, receive, answer)
+            finally:
+                route = route_template(scope)
+                span.update_name(f"{method} {route}")
+                span.set_attribute("http.route", route)
+                span.set_attribute("http.response.status_code", status)
+                if status >= 500:
+                    span.set_status(trace.StatusCode.ERROR)
 
     def _done(self, scope: Scope, request_id: str, status: int, seconds: float) -> None:
         route = route_template(scope)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from opentelemetry import trace
 from starlette.applications import Starlette
 
 from studiolo.core.model import Event
@@ -43,10 +44,16 @@ def metrics_for(settings: Settings) -> Metrics:
     return Metrics(Path(settings.metrics_dir) if shared else None, enabled=settings.metrics)
 
 
-def install(app: Starlette, store: Store, metrics: Metrics, settings: Settings, principal_key: str) -> None:
+def install(
+    app: Starlette,
+    store: Store,
+    metrics: Metrics,
+    settings: Settings,
+    principal_key: str,
+    tracer: trace.Tracer | None = None,
+) -> None:
     """The outermost middleware (call it after every other `add_middleware`) and the store's hooks."""
     log = settings.log_format == "json"
     store.hooks = StoreWatch(metrics, log=log)
-    app.add_middleware(
-        Observed, metrics=metrics if settings.metrics else None, log=log, principal_key=principal_key
-    )
+    counted = metrics if settings.metrics else None
+    app.add_middleware(Observed, metrics=counted, log=log, principal_key=principal_key, tracer=tracer)

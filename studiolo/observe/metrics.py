@@ -12,6 +12,7 @@ With `serve --workers N` the metrics are kept in memory-mapped files shared by t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -34,6 +35,7 @@ class Metrics:
         self.registry = r = CollectorRegistry()
         self._dir = multiprocess_dir
         self.enabled = enabled  # False: nothing is counted (`STUDIOLO_METRICS=0`)
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}  # a request's two series
         self.requests = Counter(
             "studiolo_http_requests", "HTTP requests by method, route template and status.",
             ["method", "route", "status"], registry=r,
@@ -80,9 +82,13 @@ class Metrics:
     def request(self, method: str, route: str, status: int, seconds: float) -> None:
         if not self.enabled:
             return
-        labels = (method if method in _METHODS else "OTHER", route, str(status))
-        self.requests.labels(*labels).inc()
-        self.request_seconds.labels(*labels).observe(seconds)
+        labels = (method if method in _METHODS else "OTHER", route, status)
+        series = self._series.get(labels)
+        if series is None:  # bounded: the labels take bounded values (module docstring)
+            text = (labels[0], route, str(status))
+            series = self._series[labels] = (self.requests.labels(*text), self.request_seconds.labels(*text))
+        series[0].inc()
+        series[1].observe(seconds)
 
     def completion(self, outcome: str, reason: str, seconds: float) -> None:
         """One completion answered by the door: `outcome` accepted, replayed or rejected."""
