@@ -19,7 +19,7 @@ from typing import IO, Any
 from studiolo.core.model import Event
 from studiolo.observe.context import REQUEST_ID
 
-__all__ = ["EVENTS", "REQUESTS", "JsonLines", "log_events", "log_request", "to_stream"]
+__all__ = ["EVENTS", "REQUESTS", "JsonLines", "detach", "log_events", "log_request", "to_stream"]
 
 REQUESTS = logging.getLogger("studiolo.request")
 EVENTS = logging.getLogger("studiolo.event")
@@ -55,13 +55,22 @@ class JsonLines(logging.Formatter):
 
 
 def to_stream(stream: IO[str] | None = None, level: int = logging.INFO) -> logging.Handler:
-    """Send the `studiolo` loggers to `stream` (stderr) as JSON lines; the handler, to remove."""
+    """Send the `studiolo` loggers to `stream` (stderr) as JSON lines, and only there; the
+    handler, to remove (`detach`)."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLines())
     root = logging.getLogger("studiolo")
     root.addHandler(handler)
     root.setLevel(level)
+    root.propagate = False  # not also to the root logger's handlers (MCP's FastMCP installs Rich's)
     return handler
+
+
+def detach(handler: logging.Handler) -> None:
+    root = logging.getLogger("studiolo")
+    root.removeHandler(handler)
+    root.setLevel(logging.NOTSET)
+    root.propagate = True
 
 
 def log_request(

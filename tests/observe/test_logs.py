@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,8 +22,7 @@ def captured() -> Iterator[io.StringIO]:
     try:
         yield stream
     finally:
-        logging.getLogger("studiolo").removeHandler(handler)
-        logging.getLogger("studiolo").setLevel(logging.NOTSET)
+        logs.detach(handler)
 
 
 def _lines(stream: io.StringIO) -> list[dict[str, Any]]:
