@@ -143,3 +143,32 @@ def test_the_door_is_composed_not_inherited() -> None:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.ClassDef) and node.name.endswith("Ops"):
                 assert not node.bases, f"{path.name}: {node.name} inherits"
+
+
+# Public methods of a service that other services use, not the door's (`service/__init__.py`).
+SERVICE_ONLY = {
+    "contract",
+    "start_attempt",
+    "end_current_attempt",
+    "view_of",
+    "views_of",
+    "confined",
+    "visible_view",
+    "issue",
+    "delegation",
+    "complete_in",
+}
+
+
+def test_every_public_method_of_a_service_is_the_doors() -> None:
+    from studiolo.service import Coordinator
+
+    missing = []
+    for path in (PKG / "service").glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Ops"):
+                for fn in node.body:
+                    public = isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_")
+                    if public and fn.name not in SERVICE_ONLY and not hasattr(Coordinator, fn.name):
+                        missing.append(f"{node.name}.{fn.name}")
+    assert not missing, missing

@@ -191,6 +191,7 @@ class Coordinator:
     candidate_tree = via("evidence", EvidenceOps.candidate_tree)
     # imports (`service/imports.py`)
     import_tree = via("imports", ImportOps.import_tree)
+    edit_artifacts = via("imports", ImportOps.edit_artifacts)
     # reconfirm (`service/reconfirm.py`)
     reconfirm = via("reconfirming", ReconfirmOps.reconfirm)
     reconfirm_locally = via("reconfirming", ReconfirmOps.reconfirm_locally)

@@ -16,6 +16,7 @@ from studiolo._exceptions import NotAuthorized, NotFound
 from studiolo.core.model import Action, Candidate, Grant, Principal, Task
 from studiolo.core.reasons import Reason
 from studiolo.keys import ServiceKey
+from studiolo.observe.context import REQUEST_ID
 from studiolo.service._auth import AuthCache
 from studiolo.service._ids import IdSource, RandomIds, check_id
 from studiolo.settings import Settings
@@ -151,7 +152,11 @@ class Context:
         /,
         **data: Any,
     ) -> int:
-        """Append an event to the project's audit chain (None: the ledger's chain); its sequence number."""
+        """Append an event to the project's audit chain (None: the ledger's chain); its sequence number.
+        An event caused by an HTTP request records its id (`X-Request-Id`) as `x_request_id`."""
+        request_id = REQUEST_ID.get()
+        if request_id is not None:
+            data["x_request_id"] = request_id
         event = tx.audit.append(project_id, kind, actor.id if actor else None, subject, data, tx.now)
         return event.seq
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from functools import partial
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound, StudioloError
+from studiolo.core import limits
 from studiolo.core.lease import is_live
 from studiolo.core.model import (
     Action,
@@ -59,12 +60,12 @@ class WorkOps:
         """Create a task and pin its contract (the latest policy unless told otherwise).
         `separate_verdict` names criteria whose passing receipts must have been computed
         where the candidate's code never ran (docs/verifiers.md)."""
-        if not isinstance(title, str) or not title.strip() or len(title) > 300:
-            raise InvalidRequest("a task needs a title of at most 300 characters")
+        if not isinstance(title, str) or not title.strip() or len(title) > limits.TITLE:
+            raise InvalidRequest(f"a task needs a title of at most {limits.TITLE} characters")
         if _BIDI_CONTROL.search(title):
             raise InvalidRequest("a title may not hold bidirectional control characters (U+202A-E, U+2066-9)")
-        if not isinstance(description, str) or len(description) > 100_000:
-            raise InvalidRequest("description must be text of at most 100,000 characters")
+        if not isinstance(description, str) or len(description) > limits.DESCRIPTION:
+            raise InvalidRequest(f"description must be text of at most {limits.DESCRIPTION:,} characters")
         patterns = check_scope(scope)
 
         def run(tx: Tx) -> Task:
@@ -128,7 +129,7 @@ class WorkOps:
         known = {c.ref for c in tx.access.checkers(project_id)}
         crits = []
         for cid, ref in sorted(criteria.items()):
-            if not isinstance(cid, str) or not cid or len(cid) > 100:
+            if not isinstance(cid, str) or not cid or len(cid) > limits.CRITERION_ID:
                 raise InvalidRequest(f"invalid criterion id {cid!r}")
             if ref not in known:
                 raise InvalidRequest(f"checker {ref!r} is not admitted", reason=ErrorReason.UNKNOWN_CHECKER)
@@ -330,8 +331,12 @@ class WorkOps:
         """Leave references to authority for a successor (not a copy of the conversation)."""
         arts = {normalize_path(p): int(r) for p, r in artifacts.items()}
         obl = tuple(str(o) for o in obligations)
-        if len(notes) > 100_000 or len(obl) > 200:
-            raise InvalidRequest("handoff notes ≤ 100,000 characters and ≤ 200 obligations")
+        too_long = any(len(text) > limits.HANDOFF_NOTES for text in (notes, *obl))
+        if too_long or len(obl) > limits.OBLIGATIONS:
+            raise InvalidRequest(
+                f"handoff notes and obligations ≤ {limits.HANDOFF_NOTES:,} characters each,"
+                f" ≤ {limits.OBLIGATIONS} obligations"
+            )
 
         def run(tx: Tx) -> Handoff:
             attempt, task = self._own_attempt(tx, caller, attempt_id)

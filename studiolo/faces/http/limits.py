@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from studiolo.api.operations import OPERATIONS
 from studiolo.core.reasons import ErrorReason
 from studiolo.faces.http.problems import problem_response
 from studiolo.settings import Settings
@@ -32,13 +33,13 @@ class BodyCaps:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BodyCaps:
-        routes = (
-            ("POST", re.compile(r"/v1/blobs"), settings.max_blob_bytes),
-            ("POST", re.compile(r"/v1/attempts/[^/]+/candidates"), settings.max_candidate_bytes),
-            ("POST", re.compile(r"/v1/tasks/[^/]+/complete"), settings.max_completion_bytes),
-            ("POST", re.compile(r"/mcp/?"), settings.max_candidate_bytes),  # submit_candidate: files inline
-        )
-        return cls(settings.max_request_bytes, settings.max_json_bytes, routes)
+        routes = tuple(
+            (op.method, op.cap_regex(), int(getattr(settings, op.cap)))
+            for op in OPERATIONS.values()
+            if op.cap != "max_json_bytes"
+        )  # the table's caps; and MCP's `submit_candidate` sends its files inline
+        mcp = ("POST", re.compile(r"/mcp/?"), settings.max_candidate_bytes)
+        return cls(settings.max_request_bytes, settings.max_json_bytes, (*routes, mcp))
 
     def for_request(self, method: str, path: str) -> int:
         for verb, pattern, cap in self.routes:

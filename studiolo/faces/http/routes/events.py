@@ -19,19 +19,20 @@ from studiolo.core.reasons import ErrorReason
 from studiolo.faces.http.deps import BearerToken, Caller, Door
 from studiolo.faces.http.feed import Feeds, ProjectFeed, sse_of
 from studiolo.faces.http.limits import StreamSlots
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.problems import problem_response
 from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import Coordinator, EventAccess
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["events"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 Seq = Annotated[int, Query(ge=0, le=2**53, description="return events with seq > after")]
 _KEEPALIVE_SECONDS = 15.0
 
 
-@router.get("/projects/{project_id}/events", summary="A page of the project's audit events")
+@operation(router, "events")
 def list_events(
     project_id: str,
     caller: Caller,
@@ -42,9 +43,9 @@ def list_events(
     return [s.EventOut.model_validate(e) for e in door.events(caller, project_id, after, limit)]
 
 
-@router.get(
-    "/projects/{project_id}/events/stream",
-    summary="Follow the project's events as Server-Sent Events (`id` = seq; honours Last-Event-ID)",
+@operation(
+    router,
+    "stream_events",
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
 )
