@@ -12,11 +12,10 @@ from studiolo.api.requests import DelegateIn, OriginsIn, RemoteOrgIn, ReviewIn
 from studiolo.faces.a2a.requester import delegate
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
-from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 
 @operation(router, "add_remote_org")
