@@ -16,6 +16,7 @@ from pathlib import Path
 
 from studiolo._exceptions import InvalidPath, StudioloError
 from studiolo.core.paths import normalize_path
+from studiolo.core.reasons import ErrorReason
 
 __all__ = ["UntrustedResponse", "confined_path", "write_confined"]
 
@@ -25,7 +26,7 @@ class UntrustedResponse(StudioloError):
     or a path that would leave the local directory being written. Raised by the client only."""
 
     status = 502
-    default_reason = "untrusted_response"
+    default_reason = ErrorReason.UNTRUSTED_RESPONSE
 
 
 def confined_path(raw: object) -> str:

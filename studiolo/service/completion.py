@@ -19,6 +19,7 @@ from studiolo.core.model import (
     Task,
 )
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
+from studiolo.core.reasons import ErrorReason
 from studiolo.core.refusal import explain
 from studiolo.core.refusal_view import for_audit, for_reader, named_paths
 from studiolo.service._door import Door
@@ -182,7 +183,7 @@ class CompletionOps(Door):
         if not same:
             raise Conflict(
                 f"request id {q.request_id!r} was used for a different request",
-                reason="request_id_conflict",
+                reason=ErrorReason.REQUEST_ID_CONFLICT,
             )
         return CompletionOutcome(prior, replay=True)
 

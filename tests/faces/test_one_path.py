@@ -188,10 +188,13 @@ def test_a_completion_gets_the_routes_answer(world: World, handled: list[str]) -
     assert again.status_code == 200 and again.headers["idempotent-replay"] == "true"
     assert again.json() == accepted.json()
     metrics = [_metric_lines(app) for app in (fast, plain)]
-    assert 'studiolo_completions_total{outcome="accepted",reason=""} 1' in metrics[0]
-    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1' in metrics[0]
-    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1' in metrics[1]
-    rejected = [[m for m in lines if 'outcome="rejected"' in m] for lines in metrics]
+    assert 'studiolo_completions_total{outcome="accepted",reason=""} 1.0' in metrics[0]
+    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1.0' in metrics[0]
+    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1.0' in metrics[1]
+    rejected = [
+        [m for m in lines if m.startswith('studiolo_completions_total{outcome="rejected"')]
+        for lines in metrics
+    ]
     assert rejected[0] == rejected[1]
     assert {"attempt_superseded", "contract_mismatch", "evidence_not_bound", "task_not_found"} <= {
         m.split('reason="')[1].split('"')[0] for m in rejected[0]
@@ -234,7 +237,7 @@ def test_a_task_view_gets_the_routes_answer(world: World, handled: list[str]) ->
 
 
 def _metric_lines(app: Any) -> list[str]:
-    return app.state.metrics.render().splitlines()  # type: ignore[no-any-return]
+    return app.state.metrics.render().decode().splitlines()  # type: ignore[no-any-return]
 
 
 def test_the_lane_writes_queued_heartbeats_together(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -477,10 +480,11 @@ def _request(app: Any, method: str, path: str, token: str | None, root_path: str
 
 
 def _masked(value: Any) -> Any:
-    """Without the dashboard's sign-in nonces and cookie expiry dates (fresh at every page)."""
+    """Without the dashboard's sign-in nonces and cookie expiry dates (fresh at every page),
+    nor the request id (fresh at every request)."""
     if isinstance(value, bytes):
         return _RANDOM.sub(b"<random>", value)
-    return None if value is None else [(k, _masked(v)) for k, v in value]
+    return None if value is None else [(k, b"<id>" if k == b"x-request-id" else _masked(v)) for k, v in value]
 
 
 def test_every_path_and_method_gets_the_routes_answer(world: World, handled: list[str]) -> None:

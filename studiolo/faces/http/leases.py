@@ -20,7 +20,7 @@ import asyncio
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,7 @@ class _Beat:
     lease: float | None
     loop: asyncio.AbstractEventLoop
     answer: asyncio.Future[Response] = field(init=False)
+    queued: float = field(init=False, default_factory=time.perf_counter)
 
     def __post_init__(self) -> None:
         self.answer = self.loop.create_future()
@@ -63,9 +64,15 @@ class LeaseLane:
     per `window` seconds (see the module's docstring)."""
 
     def __init__(
-        self, door: Coordinator, idle: float = 5.0, max_batch: int = 256, window: float = 0.0
+        self,
+        door: Coordinator,
+        idle: float = 5.0,
+        max_batch: int = 256,
+        window: float = 0.0,
+        observed: Callable[[int, float], None] | None = None,
     ) -> None:
         self.door, self._idle, self._max, self._window = door, idle, max_batch, window
+        self._observed = observed  # told each batch's size and how long its first beat waited
         self._next = 0.0  # monotonic time before which no new batch is taken
         self._queue: queue.SimpleQueue[_Beat] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -106,6 +113,8 @@ class LeaseLane:
                 except queue.Empty:
                     break
             self._next = time.monotonic() + self._window
+            if self._observed is not None:
+                self._observed(len(batch), time.perf_counter() - first.queued)
             answers = self._answer(batch)
             for loop in {item.loop for item in batch}:
                 try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo.api.operations import OPERATIONS
+from studiolo.core.reasons import ErrorReason
 from studiolo.faces.http.problems import problem_response
 from studiolo.settings import Settings
 
@@ -93,9 +94,9 @@ class BodyLimit:
 async def _refuse(max_bytes: int, scope: Scope, receive: Receive, send: Send) -> None:
     detail = f"the request body exceeds {max_bytes} bytes for this route (or declares a bad Content-Length)"
     if dict(scope["headers"]).get(b"content-length", b"0").isdigit():
-        await problem_response(413, reason="payload_too_large", detail=detail)(scope, receive, send)
+        await problem_response(413, reason=ErrorReason.PAYLOAD_TOO_LARGE, detail=detail)(scope, receive, send)
     else:
-        await problem_response(400, reason="invalid_request", detail=detail)(scope, receive, send)
+        await problem_response(400, reason=ErrorReason.INVALID_REQUEST, detail=detail)(scope, receive, send)
 
 
 class InFlightLimit:
@@ -130,7 +131,9 @@ class InFlightLimit:
             return
         if not await self._admit():
             detail = f"more than {self.max_requests} requests are in progress; retry shortly"
-            refusal = problem_response(503, reason="overloaded", detail=detail, headers={"Retry-After": "1"})
+            refusal = problem_response(
+                503, reason=ErrorReason.OVERLOADED, detail=detail, headers={"Retry-After": "1"}
+            )
             await refusal(scope, receive, send)
             return
         held = True

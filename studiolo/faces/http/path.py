@@ -40,9 +40,11 @@ from studiolo._exceptions import InvalidRequest, PayloadTooLarge, StudioloError,
 from studiolo.api.operations import OPERATIONS, Operation
 from studiolo.api.requests import invalid_request
 from studiolo.core.model import Principal
+from studiolo.faces.http.deps import PRINCIPAL_KEY
 from studiolo.faces.http.leases import LeaseLane
-from studiolo.faces.http.metrics import Metrics
 from studiolo.faces.http.problems import error_response, unexpected_response
+from studiolo.observe.http import ROUTE_KEY
+from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
@@ -121,7 +123,7 @@ class OperationPath:
         self, app: ASGIApp, door: Coordinator, metrics: Metrics, settings: Settings, ops: Sequence[_Served]
     ) -> None:
         self.app, self.door, self.metrics, self.settings = app, door, metrics, settings
-        self.lane = LeaseLane(door, window=settings.heartbeat_window_seconds)
+        self.lane = LeaseLane(door, window=settings.heartbeat_window_seconds, observed=metrics.heartbeats)
         self._index: dict[tuple[str, int, str], list[_Served]] = {}
         self._rest: list[_Served] = []  # `{path:path}` operations: any number of segments
         for one in ops:
@@ -143,6 +145,7 @@ class OperationPath:
             await self.app(scope, receive, send)
             return
         one, values = found
+        scope[ROUTE_KEY] = one.op.template  # what the metrics, logs and spans name it
         try:
             response = await self._answer(one, values, scope, receive)
         except StudioloError as exc:
@@ -159,6 +162,7 @@ class OperationPath:
             caller = self.door.authenticate_cached(token) if token else None
             if caller is None:
                 caller = await run_in_threadpool(self._authenticate, token)
+            scope.setdefault("state", {})[PRINCIPAL_KEY] = caller  # for the request's log line
         body = await _read_body(one.cap, headers, receive, read=one.op.body != "none")
         if one.op.name == "heartbeat" and caller is not None:
             parsed = _parse_body(one, headers, body)  # a bad body: the problem, before the lane

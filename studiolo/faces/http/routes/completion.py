@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -37,12 +38,13 @@ def complete(
     task_id: str, body: CompleteIn, response: Response, caller: Caller, door: Door, metrics: MetricsDep
 ) -> s.CompletionOut:
     request = make_request(task_id=task_id, **body.model_dump())
+    start = time.perf_counter()
     try:
         outcome = door.complete(caller, request)
     except CompletionRejected as exc:
-        metrics.completion_rejected(exc.reason)
+        metrics.completion("rejected", exc.reason, time.perf_counter() - start)
         raise
-    metrics.completion_accepted(replay=outcome.replay)
+    metrics.completion("replayed" if outcome.replay else "accepted", "", time.perf_counter() - start)
     response.headers["Idempotent-Replay"] = "true" if outcome.replay else "false"
     if outcome.replay:
         response.status_code = 200

@@ -15,6 +15,7 @@ from starlette.types import Receive, Scope, Send
 from studiolo._exceptions import StudioloError
 from studiolo.api import responses as s
 from studiolo.core.model import Event
+from studiolo.core.reasons import ErrorReason
 from studiolo.faces.http.deps import BearerToken, Caller, Door
 from studiolo.faces.http.feed import Feeds, ProjectFeed, sse_of
 from studiolo.faces.http.limits import StreamSlots
@@ -62,7 +63,9 @@ async def stream_events(
     slots: StreamSlots = request.app.state.stream_slots
     if not slots.acquire(caller.id):
         detail = f"this principal already holds {slots.per_principal} open event streams"
-        return problem_response(429, reason="too_many_streams", detail=detail, headers={"Retry-After": "5"})
+        return problem_response(
+            429, reason=ErrorReason.TOO_MANY_STREAMS, detail=detail, headers={"Retry-After": "5"}
+        )
     feeds: Feeds = request.app.state.feeds
     feed = feeds.join(project_id)  # joined before the first read: that read covers its floor
 

@@ -10,7 +10,7 @@ from studiolo._exceptions import InvalidRequest
 from studiolo.api import responses as s
 from studiolo.api.requests import ReceiptIn, ReuseIn
 from studiolo.api.verification import CandidateTree, VerificationItem
-from studiolo.faces.http import render
+from studiolo.faces import render
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from studiolo import __version__
 from studiolo.api import responses as s
 from studiolo.faces.http.deps import Door, MetricsDep
 from studiolo.faces.http.operation import operation
+from studiolo.observe.metrics import CONTENT_TYPE
 
 __all__ = ["router"]
 
@@ -29,8 +30,8 @@ def healthz(door: Door) -> s.HealthOut:
     response_class=PlainTextResponse,
     responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
-def metrics(metrics: MetricsDep) -> PlainTextResponse:
-    return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+def metrics(metrics: MetricsDep) -> Response:
+    return Response(metrics.render(), media_type=CONTENT_TYPE)
 
 
 @operation(router, "jwks")

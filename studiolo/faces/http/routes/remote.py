@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query, Request
 
 from studiolo.api import responses as s
 from studiolo.api.requests import DelegateIn, OriginsIn, RemoteOrgIn, ReviewIn
-from studiolo.faces.a2a.requester import delegate
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
+from studiolo.workers.a2a.requester import delegate
 
 __all__ = ["router"]
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 
 from studiolo.api import responses as s
 from studiolo.api.requests import CancelIn, ClaimIn, HandoffIn, LeaseIn, MigrateIn, ReassignIn, TaskIn
-from studiolo.faces.http import render
+from studiolo.faces import render
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
 
