@@ -36,6 +36,8 @@ class BodyCaps:
             ("POST", re.compile(r"/v1/attempts/[^/]+/candidates"), settings.max_candidate_bytes),
             ("POST", re.compile(r"/v1/tasks/[^/]+/complete"), settings.max_completion_bytes),
             ("POST", re.compile(r"/mcp/?"), settings.max_candidate_bytes),  # submit_candidate: files inline
+            # a git import lists every path of a tree (its bytes went up as blobs before)
+            ("POST", re.compile(r"/v1/projects/[^/]+/git/import"), settings.max_request_bytes),
         )
         return cls(settings.max_request_bytes, settings.max_json_bytes, routes)
 
