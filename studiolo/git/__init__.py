@@ -8,5 +8,6 @@ statement), `dsse` (signed envelopes), `projector` (the publication protocol and
 recovery), `status` (the read rule), `http` (clones and pushes through `git http-backend`),
 `push` (a push's quarantine and hook), `receive` (what a push means, through the door),
 `source` (reading a repository to import), `worktree` (an agent's git working tree:
-checkout and submit, through the `git` binary, no pygit2). Nothing is
+checkout and submit, through the `git` binary, no pygit2), `agent` (the same through the
+HTTP API, for the CLI and the MCP stdio server). Nothing is
 imported here, so the client side can use `worktree` without the server's libraries."""

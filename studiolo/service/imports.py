@@ -10,6 +10,7 @@ from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized
 from studiolo.core.canonical import digest_json, is_digest
 from studiolo.core.model import Action, FileMode, Principal
 from studiolo.core.paths import normalize_path
+from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.service._door import Door
 from studiolo.store import Tx
 
@@ -70,7 +71,7 @@ class ImportOps(Door):
             absent, unreadable = tx.content.blob_gaps(None if caller.is_service_admin else project_id, blobs)
             if absent or unreadable:
                 missing = sorted({*absent, *unreadable})[:5]
-                raise InvalidRequest(f"blobs not uploaded: {missing}", reason="blob_missing")
+                raise InvalidRequest(f"blobs not uploaded: {missing}", reason=ErrorReason.BLOB_MISSING)
             tx.content.add_blob_ref(project_id, blobs)
             revisions = {
                 path: tx.content.write_artifact(project_id, path, digest, tx.now, caller.id, "import", mode)
@@ -125,17 +126,17 @@ class ImportOps(Door):
             current = tx.content.revisions(project_id, list(tree))
             moved = sorted(p for p in tree if current[p] != bases[p])
             if moved:
-                raise Conflict(f"changed since your base: {moved[:5]}", reason="revision_conflict")
+                raise Conflict(f"changed since your base: {moved[:5]}", reason=ErrorReason.REVISION_CONFLICT)
             blobs = sorted({d for d, _ in tree.values() if d is not None})
             absent, unreadable = tx.content.blob_gaps(None if caller.is_service_admin else project_id, blobs)
             if absent or unreadable:
                 missing = sorted({*absent, *unreadable})[:5]
-                raise InvalidRequest(f"blobs not uploaded: {missing}", reason="blob_missing")
+                raise InvalidRequest(f"blobs not uploaded: {missing}", reason=ErrorReason.BLOB_MISSING)
             conflicts = tx.content.tree_conflicts_later(project_id, {p: d for p, (d, _) in tree.items()})()
             if conflicts:
                 above, below = conflicts[0]  # both readable: the caller may read every path it pushes to
                 raise Conflict(
-                    f"{above} would be a file and also the directory of {below}", reason="path_conflict"
+                    f"{above} would be a file and also the directory of {below}", reason=Reason.PATH_CONFLICT
                 )
             tx.content.add_blob_ref(project_id, blobs)
             revisions = {

@@ -46,7 +46,8 @@ PURE_STDLIB = frozenset(
     }
 )
 CORE = PURE_STDLIB | {"rfc8785", "studiolo.core", "studiolo._exceptions"}
-API = CORE | {"pydantic", "pydantic_core", "studiolo.api"}
+# importlib: the operation table resolves its wire models by name, lazily (client start-up)
+API = CORE | {"pydantic", "pydantic_core", "studiolo.api", "importlib"}
 # The agent's side: the whole standard library, the client's dependencies, the wire models.
 CLIENT = (
     frozenset(sys.stdlib_module_names)
@@ -59,15 +60,17 @@ CLIENT = (
         "studiolo.settings",
         "studiolo.keys",
         "studiolo.client",
+        "studiolo.confined",
         "studiolo.faces.cli._lazy",
         "studiolo.faces.cli._output",
         "studiolo.faces.cli._state",
-        "studiolo.faces.cli._git_work",  # a git work tree: the `git` binary, no pygit2
+        "studiolo.git.agent",  # a git work tree: the `git` binary and the HTTP client, no pygit2
         "studiolo.git.worktree",
     }
 )
 CLIENT_FILES = (
     "client.py",
+    "confined.py",
     "keys.py",
     "_exceptions.py",
     "settings.py",
@@ -80,7 +83,7 @@ CLIENT_FILES = (
     "faces/cli/content.py",
     "faces/cli/evidence.py",
     "faces/cli/admin.py",
-    "faces/cli/_git_work.py",
+    "git/agent.py",
     "git/worktree.py",
 )
 # What a client-side entry point must never load, directly or through anything it imports.

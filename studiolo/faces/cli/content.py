@@ -18,7 +18,8 @@ from typing import Annotated, Any
 
 import typer
 
-from studiolo.client import Client, UntrustedResponse, confined_path, is_git_segment, write_confined
+from studiolo.client import Client, is_git_segment
+from studiolo.confined import UntrustedResponse, confined_path, write_confined
 from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
 
@@ -57,7 +58,7 @@ def checkout(
     """
     st = state(ctx, json_out)
     if git:
-        from studiolo.faces.cli._git_work import checkout_git
+        from studiolo.git.agent import checkout_git
 
         with st.client() as c:
             done = checkout_git(c, st.settings.url, st.settings.token, directory, c.project_id(project))
@@ -148,7 +149,7 @@ def submit(
     from studiolo.git.worktree import is_git_checkout
 
     if is_git_checkout(directory):
-        from studiolo.faces.cli._git_work import submit_git
+        from studiolo.git.agent import submit_git
 
         with st.client() as c:
             try:

@@ -29,7 +29,7 @@ class RemotePort:
 
     def checkout_git(self, directory: Path) -> dict[str, Any]:
         """Clone the published branch into `directory`, with the manifest (docs/git.md)."""
-        from studiolo.faces.cli._git_work import checkout_git
+        from studiolo.git.agent import checkout_git
 
         if self.url is None:
             raise ValueError("this MCP server was started without the service's URL: no git checkout")
@@ -39,7 +39,7 @@ class RemotePort:
         self, attempt_id: str, directory: Path, named: list[str], collections: list[str]
     ) -> s.CandidateOut:
         """A candidate from a git work tree against its base commit (docs/git.md)."""
-        from studiolo.faces.cli._git_work import submit_git
+        from studiolo.git.agent import submit_git
 
         return submit_git(self.client, attempt_id, directory, named, collections)
 
