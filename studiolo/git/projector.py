@@ -97,6 +97,7 @@ class Projector:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one pass at a time in this process
         self._checkpointed: dict[str, float] = {}
+        self._owed: set[str] = set()  # published since their last checkpoint
         self._dirty: set[str] = set()  # projects whose log grew since the last pass (`poke`)
         self._dirty_lock = threading.Lock()
         self._listening = False
@@ -122,7 +123,12 @@ class Projector:
                 count += n
                 if n < self.batch:
                     break
-            if count or self.clock() - self._checkpointed.get(project_id, 0.0) >= self.checkpoint_every:
+            if count:
+                self._owed.add(project_id)
+            since = self.clock() - self._checkpointed.get(project_id, 0.0)
+            owed = project_id in self._owed
+            if since >= (CHECKPOINT_MIN if owed else self.checkpoint_every):
+                self._owed.discard(project_id)
                 self.checkpoint(project_id)
             if self._exists(project_id):
                 self.mirrors.push(self.repo(project_id))  # those that lag and are due
@@ -271,6 +277,7 @@ class Projector:
             self._wake.clear()  # a poke after this sets it again: nothing is missed
 
 
+CHECKPOINT_MIN = 1.0  # a checkpoint after a pass that published, at most this often (seconds)
 NICENESS = 5  # the projector's thread gives the CPU to the request path when both want it
 
 

@@ -232,3 +232,25 @@ def test_the_projector_process_is_woken_through_its_stdin(tmp_path: Path) -> Non
         process = child._child
         child.stop()
     assert process is not None and process.returncode == 0  # its stdin closed: it stopped by itself
+
+
+def test_a_checkpoint_follows_publication_at_most_once_a_second(world: World, tmp_path: Path) -> None:
+    """A pass that published owes a checkpoint; it is written at most once a second, and a
+    later pass (the timer's) pays what is owed, so the last chain head is always witnessed."""
+    w = world
+    projector = projector_for(w, tmp_path / "git")
+
+    def checkpoints() -> int:
+        repo = projector.repo(w.project_id).repo
+        return len(list(repo.walk(repo.references[CHECKPOINTS].target)))
+
+    w.edit("src/a.txt", b"a\n")
+    projector.publish(w.project_id)
+    assert checkpoints() == 1
+    w.edit("src/b.txt", b"b\n")
+    projector.publish(w.project_id)  # within the same second: owed, not written
+    assert checkpoints() == 1
+    w.clock.advance(1.0)
+    assert projector.publish(w.project_id) == 0  # nothing new to publish, the checkpoint paid
+    assert checkpoints() == 2
+    assert projector.publish(w.project_id) == 0 and checkpoints() == 2  # nothing owed
