@@ -67,7 +67,10 @@ def mount_a2a(
     builder = _ContextBuilder()
     routes: list[Any] = [Route("/tasks/{task_id}/files/{path:path}", _files(renderer), methods=["GET"])]
     routes += admin_routes(door)
-    routes += create_jsonrpc_routes(handler, "/jsonrpc", context_builder=builder)
+    # the card's URL, and the same with a trailing slash: a client joining "/" to the
+    # interface URL (the A2A TCK's does) would otherwise get a redirect it does not follow
+    for path in ("/jsonrpc", "/jsonrpc/"):
+        routes += create_jsonrpc_routes(handler, path, context_builder=builder)
     routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
     app.mount("/a2a", _BearerGate(Starlette(routes=routes), door))
     app.router.routes.extend(
