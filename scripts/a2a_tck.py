@@ -67,16 +67,23 @@ def proxy_app(upstream: str, token: str, extension: str | None = MANIFEST_EXTENS
 
 def bare_app(port: int) -> Any:
     """The a2a-sdk's agent with nothing of Studiolo: what the TCK is compared against."""
+    from a2a.helpers.proto_helpers import new_task
     from a2a.server.agent_execution import AgentExecutor, RequestContext
     from a2a.server.events import EventQueue
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
     from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-    from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part
+    from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
 
     class Echo(AgentExecutor):
         async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-            updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+            task_id, context_id = context.task_id or "", context.context_id or ""
+            if context.current_task is None:  # the SDK wants the Task before any update
+                history = [context.message] if context.message else []
+                await event_queue.enqueue_event(
+                    new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
+                )
+            updater = TaskUpdater(event_queue, task_id, context_id)
             text = " ".join(p.text for p in context.message.parts if p.text) if context.message else ""
             await updater.start_work()
             await updater.add_artifact(parts=[Part(text=text or "(empty)")], artifact_id=str(uuid.uuid4()))
