@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.server.mcpserver.tools import Tool
 
-from studiolo.faces.http import render
+from studiolo.faces import render
 from studiolo.faces.mcp.inprocess import InProcessPort
 from studiolo.faces.mcp.schemas import inline_single_refs, lean
 from studiolo.faces.mcp.server import build_server
