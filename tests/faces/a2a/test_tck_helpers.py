@@ -4,19 +4,17 @@ agent completes a task the SDK's way."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import threading
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
-import uvicorn
 
 from studiolo.faces.http.server import free_port
 from tests.faces.a2a.conftest import Live, work_task
@@ -25,30 +23,26 @@ _SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "a2a_tck.py"
 _V1 = {"A2A-Version": "1.0"}
 
 
-def _helpers() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("a2a_tck", _SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @contextmanager
-def _serving(app: Any, port: int) -> Iterator[str]:
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", loop="asyncio")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+def _script(*args: str) -> Iterator[str]:
+    """The helper as it is run, in its own process (`--listen`/`--port` is the last pair)."""
+    port = args[-1]
+    url = f"http://127.0.0.1:{port}"
+    with subprocess.Popen([sys.executable, str(_SCRIPT), *args], stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else proc.returncode
+                assert time.monotonic() < deadline, "the helper did not start"
+                try:
+                    httpx.get(f"{url}/.well-known/agent-card.json", timeout=1)
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 def _rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -65,8 +59,9 @@ def _message(text: str, skill: str | None = None) -> dict[str, Any]:
 def test_the_proxy_adds_the_token_and_streams_each_event_as_it_comes(live: Live, tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(live.requester_token + "\n")
-    proxy = _helpers().proxy_app(live.url, token_file.read_text().strip())
-    with _serving(proxy, free_port()) as url:
+    with _script(
+        "proxy", "--upstream", live.url, "--token-file", str(token_file), "--listen", str(free_port())
+    ) as url:
         card = httpx.get(f"{url}/.well-known/agent-card.json")
         assert (
             card.status_code == 200
@@ -87,9 +82,8 @@ def test_the_proxy_adds_the_token_and_streams_each_event_as_it_comes(live: Live,
     assert states[-1] == "TASK_STATE_COMPLETED", states
 
 
-def test_the_bare_agent_completes_with_an_echo(tmp_path: Path) -> None:
-    port = free_port()
-    with _serving(_helpers().bare_app(port), port) as url:
+def test_the_bare_agent_completes_with_an_echo() -> None:
+    with _script("bare", "--port", str(free_port())) as url:
         card = httpx.get(f"{url}/.well-known/agent-card.json").json()
         jsonrpc = next(i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "JSONRPC")
         answer = httpx.post(
