@@ -206,33 +206,31 @@ def _run_agents(
             "STUDIOLO_PROJECT": live.project_id,
             "STUDIOLO_EVAL_WORKSPACE": str(ws),
         }
-        if config.agent_cmd and i == 0:
-            mcp = {
-                "mcpServers": {
-                    "studiolo": {
-                        "command": sys.executable,
-                        "args": [
-                            "-c",
-                            "from studiolo.faces.cli import main; main()",
-                            "mcp",
-                            "--workdir",
-                            str(ws),
-                        ],
-                        "env": {
-                            **{
-                                k: env[k]
-                                for k in ("STUDIOLO_URL", "STUDIOLO_TOKEN", "STUDIOLO_PROJECT", "HOME")
-                            },
-                            "STUDIOLO_CONFIG": str(ws / "none.toml"),
-                        },
-                    }
+        mcp = {
+            "mcpServers": {
+                "studiolo": {
+                    "command": sys.executable,
+                    "args": [
+                        "-c",
+                        "from studiolo.faces.cli import main; main()",
+                        "mcp",
+                        "--workdir",
+                        str(ws),
+                    ],
+                    "env": {
+                        **{k: env[k] for k in ("STUDIOLO_URL", "STUDIOLO_TOKEN", "STUDIOLO_PROJECT", "HOME")},
+                        "STUDIOLO_CONFIG": str(ws / "none.toml"),
+                    },
                 }
             }
-            (ws / "mcp.json").write_text(json.dumps(mcp), encoding="utf-8")
-            env["STUDIOLO_EVAL_MCP_CONFIG"] = str(ws / "mcp.json")
+        }
+        (ws / "mcp.json").write_text(json.dumps(mcp), encoding="utf-8")
+        env["STUDIOLO_EVAL_MCP_CONFIG"] = str(ws / "mcp.json")
+        if config.agent_cmd and i == 0:
             argv = [*shlex.split(config.agent_cmd), str(ws)]
-        else:
-            argv = [sys.executable, "-m", "studiolo.eval.live_agent", str(ws)]
+        else:  # the first agent over MCP stdio, the others over the HTTP client
+            module = "studiolo.eval.live_mcp_agent" if i == 0 else "studiolo.eval.live_agent"
+            argv = [sys.executable, "-m", module, str(ws)]
         with (ws / "stderr.txt").open("wb") as err:  # the child holds its own copy
             procs.append(subprocess.Popen(argv, env=env, cwd=ws, stdout=subprocess.DEVNULL, stderr=err))
         progress(f"agent-{i}: {' '.join(argv[:3])} … via {proxies[i].url}")

@@ -12,15 +12,17 @@ from studiolo.eval.live import LiveConfig, run_live
 from studiolo.eval.oracle import label_decisions
 from studiolo.eval.proxy import Faults
 
-STANDIN = Path(__file__).with_name("mcp_standin.py")
+STANDIN = f"{sys.executable} -m studiolo.eval.live_mcp_agent"  # a user's agent: only the MCP config
 
 
 @pytest.mark.slow
-def test_two_http_agents_through_faults_accept_nothing_ineligible(small_repo: tuple[Path, str]) -> None:
+def test_an_mcp_and_an_http_agent_through_faults_accept_nothing_ineligible(
+    small_repo: tuple[Path, str],
+) -> None:
     repo, until = small_repo
     faults = Faults(latency_ms=(0, 10), stall=0.05, stall_seconds=0.3, reset=0.1, cut=0.03)
     result = run_live(LiveConfig(str(repo), until, 3, seed=2, faults=faults, deadline_s=120))
-    assert result["agent_exit_codes"] == [0, 0]
+    assert result["agent_exit_codes"] == [0, 0], result["agent_stderr"]
     assert result["audit_chain_ok"]
     assert result["completed"] == result["tasks"] == 3
     assert result["unsafe_accept"] == 0, result["unsafe"]
@@ -41,7 +43,7 @@ def test_a_users_agent_command_works_over_mcp_stdio(small_repo: tuple[Path, str]
         agents=1,
         edits=0,
         faults=Faults(reset=0.0, cut=0.0),
-        agent_cmd=f"{sys.executable} {STANDIN}",
+        agent_cmd=STANDIN,
         deadline_s=120,
     )
     result = run_live(config)

@@ -1,7 +1,11 @@
-"""A stand-in for a user's own agent (`studiolo eval --live --agent-cmd`): it reads the MCP
-configuration it is given, launches that server over stdio with the official `mcp` client, and
-does its tasks through the tools alone (claim_task, read_artifact, submit_candidate,
-get_receipts, complete_task). Usage: python mcp_standin.py WORKSPACE."""
+"""The scripted agent over MCP, in its own process: `python -m studiolo.eval.live_mcp_agent
+WORKSPACE`. It reads the MCP configuration in `WORKSPACE/mcp.json` (what `--agent-cmd` gets
+too), launches that server (`studiolo mcp`) over stdio with the official `mcp` client, and does
+the tasks of `WORKSPACE/agent.json` through the tools alone: claim_task, read_artifact,
+submit_candidate, get_receipts, heartbeat, complete_task; after a refusal it reads the
+current files again and resubmits (at most 6 rounds a task). The MCP server's HTTP client
+reaches the service through this agent's fault proxy. It is also the stand-in the tests run
+as a user's `--agent-cmd`. Pinned as `LIVE_MCP_AGENT_VERSION`."""
 
 from __future__ import annotations
 
@@ -18,14 +22,16 @@ from mcp.client.stdio import StdioServerParameters
 
 from studiolo.git.history import merge_file
 
+LIVE_MCP_AGENT_VERSION = "studiolo-eval-live-mcp-agent/1"
+
 
 def _bytes(value: str | None) -> bytes | None:
     return None if value is None else base64.b64decode(value)
 
 
-async def _do(client: Client, task: dict[str, Any], log: list[dict[str, Any]]) -> None:
+async def _do(client: Client, task: dict[str, Any], lease: float, log: list[dict[str, Any]]) -> None:
     for _try in range(5):  # a claim refused now (the other agent holds it) may succeed later
-        claimed = await client.call_tool("claim_task", {"task_id": task["task_id"], "lease_seconds": 60})
+        claimed = await client.call_tool("claim_task", {"task_id": task["task_id"], "lease_seconds": lease})
         if not claimed.is_error and claimed.structured_content is not None:
             break
         print("claim refused:", claimed.content, file=sys.stderr)
@@ -59,7 +65,7 @@ async def _do(client: Client, task: dict[str, Any], log: list[dict[str, Any]]) -
             receipts = (got.structured_content or {}).get("receipts", [])
             if receipts:
                 break
-            await client.call_tool("heartbeat", {"attempt_id": attempt, "lease_seconds": 60})
+            await client.call_tool("heartbeat", {"attempt_id": attempt, "lease_seconds": lease})
             time.sleep(0.3)
         done = await client.call_tool(
             "complete_task", {"task_id": task["task_id"], "candidate_id": cid, "contract_hash": contract}
@@ -78,9 +84,12 @@ async def main(workspace: Path) -> None:
     log: list[dict[str, Any]] = []
     async with Client(params) as client:
         for task in agent["tasks"]:
-            await _do(client, task, log)
+            await _do(client, task, float(agent["lease"]), log)
     (workspace / "standin.json").write_text(json.dumps({"log": log}))
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python -m studiolo.eval.live_mcp_agent WORKSPACE", file=sys.stderr)
+        raise SystemExit(2)
     anyio.run(main, Path(sys.argv[1]))
