@@ -275,7 +275,14 @@ def _authority(
         except StudioloError as refused:
             live.log.append({"action": action, "refused": refused.reason})
             continue
+        except _NoMerge:
+            live.log.append({"action": action, "skipped": "the later commit's change does not merge"})
+            continue
         live.log.append({"action": action, "at": round(time.time() - start, 3)})
+
+
+class _NoMerge(Exception):
+    """A later commit's change does not merge on the file as the ledger holds it: skipped."""
 
 
 def _human_edit(live: _Live, workload: Workload, index: int) -> None:
@@ -283,7 +290,7 @@ def _human_edit(live: _Live, workload: Workload, index: int) -> None:
     current = c.read_artifact(live.human, live.project_id, edit.path)
     merged = apply_change(edit.before, edit.after, current.data)
     if not isinstance(merged, bytes):
-        raise StudioloError("the later commit's change does not merge", reason="merge_conflict")
+        raise _NoMerge(edit.path)
     c.edit_artifact(
         live.human, live.project_id, edit.path, c.put_blob(live.human, merged), current.artifact.revision
     )
