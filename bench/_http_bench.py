@@ -2,6 +2,7 @@
 authenticated endpoint (`GET /v1/me`) of the same server in the same run.
 
     python bench/http.py [--clients 16] [--per-client 20]   (this module runs through it)
+    python bench/http.py --observe 3    # metrics+logs on / off, 3 alternating pairs
 
 The server is `studiolo serve` in a subprocess on a fresh SQLite ledger (WAL, synchronous=FULL).
 Every task is prepared beforehand (claimed, a candidate submitted, a passing signed receipt),
@@ -116,54 +117,18 @@ def main() -> None:
     )
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--per-client", type=int, default=20)
+    parser.add_argument(
+        "--observe",
+        type=int,
+        default=0,
+        metavar="PAIRS",
+        help="instead: PAIRS rounds of metrics+logs off then on (fresh ledgers), and their ratio",
+    )
     args = parser.parse_args()
-    n = args.clients * args.per_client
-    with tempfile.TemporaryDirectory(prefix="studiolo-bench-") as tmp:
-        url_db = Settings.sqlite_url(Path(tmp) / "bench.db")
-        store = Store(url_db)
-        coord = Coordinator(store, Settings(database_url=url_db))
-        admin = coord.initialize()
-        assert admin is not None
-        t0 = time.perf_counter()
-        demo = setup_project(coord, admin.principal)
-        ready = prepare(demo, n)
-        store.dispose()
-        print(f"prepared {n} tasks in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        port = free_port()
-        env = {**os.environ, "STUDIOLO_DATABASE_URL": url_db}
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from studiolo.faces.cli import main; main()",
-                "serve",
-                "--port",
-                str(port),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait(url)
-            tokens = [demo.tokens["agent-a" if k % 2 == 0 else "agent-b"] for k in range(args.clients)]
-            mine = [ready[k :: args.clients] for k in range(args.clients)]
-
-            def noop(k: int, http: httpx.Client) -> list[float]:
-                return [_call(http, "GET", "/v1/me", 200) for _ in mine[k]]
-
-            def completions(k: int, http: httpx.Client) -> list[float]:
-                return [
-                    _call(http, "POST", f"/v1/tasks/{t['task_id']}/complete", 201, json=t["body"])
-                    for t in mine[k]
-                ]
-
-            noop_rps, noop_lat = timed(args.clients, noop, tokens, url)
-            done_rps, done_lat = timed(args.clients, completions, tokens, url)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    if args.observe:
+        observe_ratio(args.clients, args.per_client, args.observe)
+        return
+    noop_rps, noop_lat, done_rps, done_lat = one_server(args.clients, args.per_client, {})
     result = {
         "http_ratio": round(done_rps / noop_rps, 3),
         "completions_per_s": round(done_rps, 1),
@@ -177,6 +142,123 @@ def main() -> None:
     }
     print(f"completions {done_rps:.1f}/s vs no-op {noop_rps:.1f}/s over {args.clients} clients")
     print(json.dumps(result))
+
+
+# metrics and logs on (the default: every request counted, timed and logged as a JSON line to
+# a file) against off, on otherwise identical servers and ledgers, alternating in one sitting
+_OFF = {"STUDIOLO_METRICS": "0", "STUDIOLO_LOG": "off"}
+_ON = {"STUDIOLO_METRICS": "1", "STUDIOLO_LOG": "json"}
+
+
+def observe_ratio(clients: int, per_client: int, pairs: int) -> None:
+    runs: dict[str, list[tuple[float, float, list[float]]]] = {"off": [], "on": []}
+    cpu: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+    for _ in range(pairs):
+        for name, env in (("off", _OFF), ("on", _ON)):
+            noop_rps, _, done_rps, done_lat = one_server(clients, per_client, env, cpu[name])
+            runs[name].append((noop_rps, done_rps, done_lat))
+            print(f"{name}: completions {done_rps:.1f}/s, no-op {noop_rps:.1f}/s", file=sys.stderr)
+
+    def total(name: str, i: int) -> float:
+        return sum(float(r[i]) for r in runs[name])  # type: ignore[arg-type]
+
+    on_lat = [x for r in runs["on"] for x in r[2]]
+    off_lat = [x for r in runs["off"] for x in r[2]]
+
+    def cpu_ms(name: str, i: int) -> float:
+        return 1000 * sum(c[i] for c in cpu[name]) / pairs
+
+    result = {
+        # CPU per request, off ÷ on (≥ 0.95: metrics and logs cost at most 5 % more CPU)
+        "observe_cpu_ratio_completions": round(cpu_ms("off", 1) / cpu_ms("on", 1), 3),
+        "observe_cpu_ratio_noop": round(cpu_ms("off", 0) / cpu_ms("on", 0), 3),
+        "cpu_ms_per_completion": {"off": round(cpu_ms("off", 1), 3), "on": round(cpu_ms("on", 1), 3)},
+        "cpu_ms_per_noop": {"off": round(cpu_ms("off", 0), 3), "on": round(cpu_ms("on", 0), 3)},
+        # throughput, on ÷ off (moved by everything else running on the machine)
+        "observe_ratio_completions": round(total("on", 1) / total("off", 1), 3),
+        "observe_ratio_noop": round(total("on", 0) / total("off", 0), 3),
+        "pair_ratios_completions": [
+            round(a[1] / b[1], 3) for a, b in zip(runs["on"], runs["off"], strict=True)
+        ],
+        "on_completions_per_s": round(total("on", 1) / pairs, 1),
+        "off_completions_per_s": round(total("off", 1) / pairs, 1),
+        "on_p50_ms": round(pct(on_lat, 50), 1),
+        "off_p50_ms": round(pct(off_lat, 50), 1),
+        "on_p99_ms": round(pct(on_lat, 99), 1),
+        "off_p99_ms": round(pct(off_lat, 99), 1),
+        "pairs": pairs,
+        "clients": clients,
+        "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+    }
+    print(json.dumps(result))
+
+
+def one_server(
+    clients: int, per_client: int, extra_env: dict[str, str], cpu: list[tuple[float, float]] | None = None
+) -> tuple[float, list[float], float, list[float]]:
+    """A fresh ledger with the tasks ready, `studiolo serve` over it, no-ops then completions;
+    the server's CPU seconds per no-op and per completion appended to `cpu`."""
+    cpu = [] if cpu is None else cpu
+    n = clients * per_client
+    with tempfile.TemporaryDirectory(prefix="studiolo-bench-") as tmp:
+        url_db = Settings.sqlite_url(Path(tmp) / "bench.db")
+        store = Store(url_db)
+        coord = Coordinator(store, Settings(database_url=url_db))
+        admin = coord.initialize()
+        assert admin is not None
+        t0 = time.perf_counter()
+        demo = setup_project(coord, admin.principal)
+        ready = prepare(demo, n)
+        store.dispose()
+        print(f"prepared {n} tasks in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        port = free_port()
+        env = {**os.environ, "STUDIOLO_DATABASE_URL": url_db, **extra_env}
+        with open(Path(tmp) / "server.log", "wb") as log:  # the JSON lines, when on
+            server = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "from studiolo.faces.cli import main; main()",
+                    "serve",
+                    "--port",
+                    str(port),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+            try:
+                url = f"http://127.0.0.1:{port}"
+                _wait(url)
+                tokens = [demo.tokens["agent-a" if k % 2 == 0 else "agent-b"] for k in range(clients)]
+                mine = [ready[k::clients] for k in range(clients)]
+
+                def noop(k: int, http: httpx.Client) -> list[float]:
+                    return [_call(http, "GET", "/v1/me", 200) for _ in mine[k]]
+
+                def completions(k: int, http: httpx.Client) -> list[float]:
+                    return [
+                        _call(http, "POST", f"/v1/tasks/{t['task_id']}/complete", 201, json=t["body"])
+                        for t in mine[k]
+                    ]
+
+                cpu0 = cpu_seconds(server.pid)
+                noop_rps, noop_lat = timed(clients, noop, tokens, url)
+                cpu1 = cpu_seconds(server.pid)
+                done_rps, done_lat = timed(clients, completions, tokens, url)
+                cpu2 = cpu_seconds(server.pid)
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
+    cpu.append(((cpu1 - cpu0) / len(noop_lat), (cpu2 - cpu1) / len(done_lat)))
+    return noop_rps, noop_lat, done_rps, done_lat
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the process has used: what a request costs the server,
+    unlike throughput not moved by what else runs on a shared machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _wait(url: str) -> None:

@@ -59,6 +59,11 @@ class Settings:
     git_dir: str = ""
     git_interval_seconds: float = 0.5  # the projector's timer (it also replays at start)
     git_checkpoint_seconds: float = 60.0  # a signed checkpoint of the chain head at least this often
+    # Operating it (docs/operations.md, "Metrics, logs and traces")
+    metrics: bool = True  # count and time requests, completions, groups, retries (`GET /metrics`)
+    metrics_dir: str = ""  # the workers' shared metric files (`serve` makes a temporary one)
+    log_format: str = "json"  # "json": a line per request and per state change on stderr; "off"
+    tracing: bool = False  # OpenTelemetry spans to the global tracer provider (the `otel` extra)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -105,6 +110,10 @@ class Settings:
             git_dir=e.get("STUDIOLO_GIT_DIR", base.git_dir),
             git_interval_seconds=float(e.get("STUDIOLO_GIT_INTERVAL", base.git_interval_seconds)),
             git_checkpoint_seconds=float(e.get("STUDIOLO_GIT_CHECKPOINT", base.git_checkpoint_seconds)),
+            metrics=e.get("STUDIOLO_METRICS", "1") not in ("0", "false", "no"),
+            metrics_dir=e.get("STUDIOLO_METRICS_DIR", base.metrics_dir),
+            log_format=e.get("STUDIOLO_LOG", base.log_format),
+            tracing=e.get("STUDIOLO_TRACING", "0") not in ("0", "false", "no", ""),
         )
 
     @staticmethod

@@ -15,6 +15,7 @@ from studiolo._exceptions import NotAuthorized, NotFound
 from studiolo.core.model import Action, Candidate, Grant, Principal, Task
 from studiolo.core.reasons import Reason
 from studiolo.keys import ServiceKey
+from studiolo.observe.context import REQUEST_ID
 from studiolo.service._auth import AuthCache
 from studiolo.service._ids import IdSource, RandomIds, check_id
 from studiolo.settings import Settings
@@ -116,7 +117,7 @@ class Door:
     def shown_task(self, tx: Tx, caller: Principal, task_id: str, task: Task | None) -> Task:
         """`visible_task` with the task already read (None: there is none)."""
         if task is None or not self.may_read_task(tx, caller, task):
-            raise NotFound(f"task {task_id} not found", reason="task_not_found")
+            raise NotFound(f"task {task_id} not found", reason=Reason.TASK_NOT_FOUND)
         return task
 
     def may_read_task(self, tx: Tx, caller: Principal, task: Task) -> bool:
@@ -150,7 +151,11 @@ class Door:
         /,
         **data: Any,
     ) -> int:
-        """Append an event to the project's audit chain (None: the ledger's chain); its sequence number."""
+        """Append an event to the project's audit chain (None: the ledger's chain); its sequence number.
+        An event caused by an HTTP request records its id (`X-Request-Id`) as `x_request_id`."""
+        request_id = REQUEST_ID.get()
+        if request_id is not None:
+            data["x_request_id"] = request_id
         event = tx.audit.append(project_id, kind, actor.id if actor else None, subject, data, tx.now)
         return event.seq
 

@@ -109,6 +109,7 @@ class AuditRepo:
         self._seqs: list[int] = []  # allocated, not yet used
         self._max: int | None = None  # SQLite: the highest seq so far in this transaction
         self.settle: Callable[[], object] | None = None  # reads a write's start (engine._Start)
+        self.appended: list[Event] = []  # by this transaction, in order
 
     def prime(self, chain: str | None, head: Head | None, seq: int) -> None:
         """What the statement that started the write read: a chain's head, the first seq."""
@@ -197,7 +198,9 @@ class AuditRepo:
         )
         self._raw.send(_SET_HEAD if head.stored else _NEW_HEAD, {"c": chain, "s": seq, "h": digest, "a": at})
         self._heads[chain] = Head(seq, digest, at, True)
-        return Event(seq, project_id, kind, actor, subject, data, at, head.hash, digest)
+        event = Event(seq, project_id, kind, actor, subject, data, at, head.hash, digest)
+        self.appended.append(event)
+        return event
 
     def chain_events(self, chain: str, after: int, limit: int = 5000) -> list[Event]:
         """The events of one chain ("" for the ledger chain) with a seq above `after`."""

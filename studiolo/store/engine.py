@@ -90,6 +90,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
+from studiolo.core.model import Event
 from studiolo.store import migrations
 from studiolo.store._raw import PIPELINE, Raw, flush_held
 from studiolo.store.a2a import A2ARepo
@@ -100,6 +101,7 @@ from studiolo.store.content import ContentRepo
 from studiolo.store.evidence import EvidenceRepo
 from studiolo.store.gate import Gate, GateTooNarrow, chain_key
 from studiolo.store.group import GroupCommit, Job, Settle, Volatile, volatile
+from studiolo.store.hooks import StoreHooks
 from studiolo.store.locate import locate_project
 from studiolo.store.publications import PublicationRepo
 from studiolo.store.remote import RemoteRepo
@@ -259,11 +261,14 @@ class Store:
             self.auth_signal = AuthSignal(os.path.realpath(ledger_file) + ".auth-signal")
         self._fsync = fsync  # the WAL's fsync after a durable group (tests make it slow)
         self._group = GroupCommit(self._commit_group, self._local_writer)  # SQLite writes
+        self._group.observed = self._group_committed
         self._writing = threading.local()  # a nested write would wait for itself: refuse it
         self._projects: dict[tuple[str, str], str] = {}  # located ids (they never move)
         self.retries = 0  # serialization failures retried (for metrics and tests)
+        self.hooks = StoreHooks()  # what the store reports as it works (`studiolo.observe`)
         self.widenings = 0  # writes rerun under a wider gate
         self.regrouped = 0  # PostgreSQL groups run again write by write after a database error
+        self._on_publication: list[Callable[[str], None]] = []  # `on_publication`
 
     # schema ---------------------------------------------------------------------
     def upgrade(self, revision: str = "head") -> str:
@@ -294,15 +299,38 @@ class Store:
         lose it until the next durable commit. Only for writes whose loss is safe."""
         if getattr(self._writing, "active", False):
             raise RuntimeError("store.write inside store.write: one operation is one transaction")
-        if self.auth_signal is None:
-            return self._write(fn, gate)
-        self.auth_signal.ensure()  # before anything commits: a revocation must be able to signal
-        revoked: list[bool] = []
+        if not self._on_publication:
+            return self._write_signalled(fn, gate)
+        appended: set[str] = set()
         try:
-            return self._write(_noting_revocations(fn, revoked), gate)
-        finally:
-            if revoked:  # committed (or perhaps committed: a failed fsync): readers re-read
-                self.auth_signal.bump()
+            return self._write_signalled(_noting_publications(fn, appended), gate)
+        finally:  # committed (or perhaps: a wake for nothing costs a projector one read)
+            for project_id in sorted(appended):
+                for listener in self._on_publication:
+                    listener(project_id)
+
+    def on_publication(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(project_id)` after each write that logged a change to the project's
+        artifacts (its publication log) returns: the git projector wakes on it instead of
+        polling. A listener runs on the writer's thread: it must only signal."""
+        self._on_publication.append(listener)
+
+    def _write_signalled(self, fn: Callable[[Tx], T], gate: Gate | None) -> T:
+        appended: list[Event] = []
+        fn = _noting_events(fn, appended)
+        if self.auth_signal is None:
+            result = self._write(fn, gate)
+        else:
+            self.auth_signal.ensure()  # before anything commits: a revocation must be able to signal
+            revoked: list[bool] = []
+            try:
+                result = self._write(_noting_revocations(fn, revoked), gate)
+            finally:
+                if revoked:  # committed (or perhaps committed: a failed fsync): readers re-read
+                    self.auth_signal.bump()
+        if appended:
+            self.hooks.committed(appended)
+        return result
 
     def _write(self, fn: Callable[[Tx], T], gate: Gate | None) -> T:
         held = gate or Gate.whole_ledger()
@@ -344,6 +372,7 @@ class Store:
                 lock = self._chain_locks.setdefault(chain, threading.Lock())
                 commit = functools.partial(self._commit_chain_group, gate)
                 group = self._chain_groups.setdefault(chain, GroupCommit(commit, lock, _PG_MAX_GROUP))
+                group.observed = self._group_committed
         return group
 
     def _commit_chain_group(self, gate: Gate, jobs: list[Job[Any]]) -> None:
@@ -367,7 +396,7 @@ class Store:
         for job in jobs:
             job.result, job.error = None, None
             try:
-                job.result = self._pg_alone(job.fn, gate)
+                job.result = job.context.run(self._pg_alone, job.fn, gate)
             except Exception as exc:
                 job.error = exc
         return None
@@ -378,6 +407,9 @@ class Store:
             for job in jobs:
                 # a database error perhaps aborted the transaction: it ends the group
                 self._run_job(conn, job, gate, lambda sql: raw.send(sql, {}), _DATABASE_ERRORS)
+
+    def _group_committed(self, size: int, waited: float) -> None:
+        self.hooks.group_committed(size, waited)
 
     def _commit_group(self, jobs: list[Job[Any]]) -> Settle | None:
         """SQLite: run queued writes, each in its savepoint, in one transaction (`group.py`).
@@ -440,7 +472,7 @@ class Store:
         send("SAVEPOINT studiolo_op")
         self._writing.active = True
         try:
-            job.result = job.fn(self._open(conn, write=True, gate=gate))
+            job.result = job.run(self._open(conn, write=True, gate=gate))
         except fatal:
             raise
         except Exception as exc:  # this write fails alone: undo its effects, keep the group
@@ -529,6 +561,7 @@ class Store:
                 if attempt >= self._max_retries or not self._retryable(exc):
                     raise
                 self.retries += 1
+                self.hooks.retried()
                 time.sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))
         raise AssertionError("unreachable")
 
@@ -1057,6 +1090,17 @@ def _beside(url: str, suffix: str) -> str | None:
     return database + suffix
 
 
+def _noting_events(fn: Callable[[Tx], T], appended: list[Event]) -> Callable[[Tx], T]:
+    """`fn`, leaving in `appended` the events its last run appended (volatile if `fn` is)."""
+
+    def run(tx: Tx) -> T:
+        result = fn(tx)
+        appended[:] = tx.audit.appended
+        return result
+
+    return volatile(run) if isinstance(fn, Volatile) else run
+
+
 def _noting_revocations(fn: Callable[[Tx], T], revoked: list[bool]) -> Callable[[Tx], T]:
     """`fn`, noting in `revoked` whether it moved the auth generation (volatile if `fn` is)."""
 
@@ -1066,6 +1110,17 @@ def _noting_revocations(fn: Callable[[Tx], T], revoked: list[bool]) -> Callable[
         finally:
             if tx.access.auth_changed:
                 revoked.append(True)
+
+    return volatile(run) if isinstance(fn, Volatile) else run
+
+
+def _noting_publications(fn: Callable[[Tx], T], appended: set[str]) -> Callable[[Tx], T]:
+    """`fn`, noting in `appended` the projects whose publication log it appended to."""
+
+    def run(tx: Tx) -> T:
+        out = fn(tx)
+        appended.update(tx.publications.appended)
+        return out
 
     return volatile(run) if isinstance(fn, Volatile) else run
 

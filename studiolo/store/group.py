@@ -28,7 +28,9 @@ Waiting is blocking (a lock, the cross-process writer lock, an event): nobody po
 
 from __future__ import annotations
 
+import contextvars
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -71,14 +73,20 @@ class Job(Generic[T]):
     """One queued write and, once its group committed (and, if durable, was synced), its
     outcome."""
 
-    __slots__ = ("durable", "error", "fn", "group", "result")
+    __slots__ = ("context", "durable", "error", "fn", "group", "queued", "result")
 
     def __init__(self, fn: Callable[[Any], T], durable: bool) -> None:
         self.fn = fn
         self.durable = durable
+        self.context = contextvars.copy_context()  # the submitter's (a request id): the leader runs it in it
+        self.queued = time.perf_counter()
         self.group: _Group | None = None  # set when a leader takes it
         self.result: T | None = None
         self.error: BaseException | None = None
+
+    def run(self, tx: Any) -> T:
+        """`fn(tx)`, in the context of the thread that submitted it."""
+        return self.context.run(self.fn, tx)
 
     def wait(self) -> None:
         assert self.group is not None
@@ -98,6 +106,7 @@ class GroupCommit:
         self._commit_group = commit_group
         self._leader = leader
         self._max = max_group
+        self.observed: Callable[[int, float], None] = _unobserved  # (size, oldest's wait) per group
         self._mutex = threading.Lock()
         self._pending: list[Job[Any]] = []
         self._unsettled: set[_Group] = set()  # taken, not yet durable (or failed)
@@ -131,6 +140,7 @@ class GroupCommit:
                 self._unsettled.add(group)
         if not batch:
             return None
+        self.observed(len(batch), time.perf_counter() - batch[0].queued)
         try:
             settle = self._commit_group(batch)
         except BaseException as exc:  # the group did not commit: none of it happened
@@ -172,3 +182,7 @@ class GroupCommit:
                 raise
         finally:
             self._durable(group)
+
+
+def _unobserved(size: int, waited: float) -> None:
+    pass

@@ -180,10 +180,13 @@ def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pyt
     assert again.json() == accepted.json()
     assert len(laned) == taken + 2
     metrics = [_metric_lines(app) for app in (fast, plain)]
-    assert 'studiolo_completions_total{outcome="accepted",reason=""} 1' in metrics[0]
-    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1' in metrics[0]
-    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1' in metrics[1]
-    rejected = [[m for m in lines if 'outcome="rejected"' in m] for lines in metrics]
+    assert 'studiolo_completions_total{outcome="accepted",reason=""} 1.0' in metrics[0]
+    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1.0' in metrics[0]
+    assert 'studiolo_completions_total{outcome="replayed",reason=""} 1.0' in metrics[1]
+    rejected = [
+        [m for m in lines if m.startswith('studiolo_completions_total{outcome="rejected"')]
+        for lines in metrics
+    ]
     assert rejected[0] == rejected[1]
     assert {"attempt_superseded", "contract_mismatch", "evidence_not_bound", "task_not_found"} <= {
         m.split('reason="')[1].split('"')[0] for m in rejected[0]
@@ -256,7 +259,7 @@ def test_no_other_route_answers_a_lane_path(world: World) -> None:
 
 
 def _metric_lines(app: Any) -> list[str]:
-    return app.state.metrics.render().splitlines()  # type: ignore[no-any-return]
+    return app.state.metrics.render().decode().splitlines()  # type: ignore[no-any-return]
 
 
 def test_the_lane_writes_queued_heartbeats_together(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

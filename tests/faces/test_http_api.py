@@ -236,8 +236,8 @@ def test_completion_receipt_verifies_against_jwks_and_metrics_count(actors: Acto
     assert verify_signature(key["x"], done.completion.receipt, done.completion.signature)
     assert done.completion.receipt["kid"] == key["kid"]
     text = admin.metrics()
-    assert 'studiolo_completions_total{outcome="accepted",reason=""} 1' in text
-    assert 'studiolo_completions_total{outcome="rejected",reason="evidence_missing"} 1' in text
+    assert 'studiolo_completions_total{outcome="accepted",reason=""} 1.0' in text
+    assert 'studiolo_completions_total{outcome="rejected",reason="evidence_missing"} 1.0' in text
     view = agent.task(task.id)
     assert view.task.fact == "accepted" and view.task.still_current is True
     assert view.rejections[0].data["failed"] == ["evidence_missing"]

@@ -116,10 +116,11 @@ def _request(app: Any, method: str, path: str, token: str | None, root_path: str
 
 
 def _masked(value: Any) -> Any:
-    """Without the dashboard's sign-in nonces and cookie expiry dates (fresh at every page)."""
+    """Without the dashboard's sign-in nonces and cookie expiry dates (fresh at every page),
+    nor the request id (fresh at every request)."""
     if isinstance(value, bytes):
         return _RANDOM.sub(b"<random>", value)
-    return None if value is None else [(k, _masked(v)) for k, v in value]
+    return None if value is None else [(k, b"<id>" if k == b"x-request-id" else _masked(v)) for k, v in value]
 
 
 def _both(app: FastAPI, handled: list[tuple[Any, ...]], *args: Any, **kwargs: Any) -> None:

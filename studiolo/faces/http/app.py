@@ -3,50 +3,64 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from opentelemetry.trace import TracerProvider
 
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
-from studiolo.faces.a2a.requester import mount_requester
-from studiolo.faces.http.deps import AuthenticateFirst
+from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
 from studiolo.faces.http.dispatch import install_route_index
 from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.hot import HotRoutes
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
-from studiolo.faces.http.metrics import Metrics, MetricsMiddleware
 from studiolo.faces.http.openapi import install_openapi
 from studiolo.faces.http.problems import install_handlers
 from studiolo.faces.http.routes import ROUTERS
 from studiolo.faces.mcp.mount import mount_mcp
 from studiolo.faces.web import install_web
 from studiolo.git.http import mount_git
+from studiolo.observe.install import install as observe
+from studiolo.observe.install import metrics_for
+from studiolo.observe.tracing import traced, tracer_of
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
+from studiolo.workers.a2a.requester import mount_requester
 
 __all__ = ["create_app"]
 
 
-def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_seconds: float = 0.5) -> FastAPI:
-    """The HTTP face. Routes are plain `def`s: the blocking door runs in the threadpool."""
+def create_app(
+    coordinator: Coordinator,
+    settings: Settings,
+    *,
+    event_poll_seconds: float = 0.5,
+    tracer_provider: TracerProvider | None = None,
+) -> FastAPI:
+    """The HTTP face. Routes are plain `def`s: the blocking door runs in the threadpool.
+    Tracing (`settings.tracing`, or a `tracer_provider` given): the faces that answer requests
+    get the door behind spans; the background loops (feeds, git, requester) the door itself."""
     app = FastAPI(title="Studiolo", version=__version__, docs_url="/docs", redoc_url=None)
+    tracer = tracer_of(tracer_provider) if settings.tracing or tracer_provider is not None else None
+    background, coordinator = coordinator, traced(coordinator, tracer)
     app.state.coordinator = coordinator
     app.state.settings = settings
-    app.state.metrics = Metrics()
+    app.state.metrics = metrics_for(settings)
     app.state.event_poll_seconds = event_poll_seconds
     app.state.stream_slots = StreamSlots(settings.max_streams_per_principal)
-    app.state.feeds = Feeds(coordinator, event_poll_seconds)  # one reader for the followed projects
+    app.state.feeds = Feeds(background, event_poll_seconds)  # one reader for the followed projects
     for router in ROUTERS:
         app.include_router(router)
     install_web(app)  # the dashboard, under /ui
     public = settings.public_url or f"http://{settings.host}:{settings.port}"
     mount_a2a(app, coordinator, public, poll_seconds=event_poll_seconds)  # the A2A face, under /a2a
-    mount_git(app, coordinator, settings)  # the git projection, and clones under /git
+    mount_git(app, background, settings)  # the git projection, and clones under /git
     mount_mcp(app, coordinator, settings)  # the MCP face, under /mcp (mounted last: matched first)
     if settings.a2a_requester:
-        mount_requester(app, coordinator, settings)  # delegations to remote A2A agents
+        mount_requester(app, background, settings)  # delegations to remote A2A agents
     install_handlers(app)
     install_openapi(app)
     install_route_index(app.router)  # a request's route found without scanning every route
-    # outermost last: metrics → requests in flight → hot → the caller → the body's size → routes
+    # outermost last: observed (ids, metrics, logs) → requests in flight → hot → the caller
+    # → the body's size → routes
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
     app.add_middleware(AuthenticateFirst, door=coordinator)
     app.add_middleware(
@@ -58,5 +72,5 @@ def create_app(coordinator: Coordinator, settings: Settings, *, event_poll_secon
         max_waiting=settings.max_queued_requests,
         wait_seconds=settings.queue_wait_seconds,
     )
-    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    observe(app, background.store, app.state.metrics, settings, PRINCIPAL_KEY, tracer)
     return app

@@ -16,8 +16,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studiolo._exceptions import StudioloError, Unauthenticated
 from studiolo.core.model import Principal
-from studiolo.faces.http.metrics import Metrics
 from studiolo.faces.http.problems import problem_response
+from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator
 
 __all__ = ["PRINCIPAL_KEY", "AuthenticateFirst", "BearerToken", "Caller", "Door", "MetricsDep"]

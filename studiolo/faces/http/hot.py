@@ -41,7 +41,7 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -54,9 +54,10 @@ from studiolo._exceptions import CompletionRejected, StudioloError
 from studiolo.api import responses as s
 from studiolo.api.requests import CompleteIn, LeaseIn
 from studiolo.core.model import Principal
-from studiolo.faces.http import render
-from studiolo.faces.http.metrics import Metrics
+from studiolo.faces import render
 from studiolo.faces.http.problems import error_response, unexpected_response
+from studiolo.observe.http import ROUTE_KEY
+from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator, make_request
 
 __all__ = ["HotRoutes", "LeaseLane"]
@@ -68,24 +69,25 @@ _COMPLETE = re.compile(r"/v1/tasks/([^/]+)/complete")
 _TASK = re.compile(r"/v1/tasks/([^/]+)")
 # method, path, the body's model (None: the request carries no body), and whether the route
 # takes an empty body as the model's defaults (its body parameter is optional)
-_LANES: tuple[tuple[str, re.Pattern[str], type[BaseModel] | None, bool], ...] = (
-    ("POST", _HEARTBEAT, LeaseIn, True),
-    ("POST", _COMPLETE, CompleteIn, False),
-    ("GET", _TASK, None, False),
-)
+_LANES: tuple[tuple[str, re.Pattern[str], type[BaseModel] | None, bool, str], ...] = (
+    ("POST", _HEARTBEAT, LeaseIn, True, "/v1/attempts/{attempt_id}/heartbeat"),
+    ("POST", _COMPLETE, CompleteIn, False, "/v1/tasks/{task_id}/complete"),
+    ("GET", _TASK, None, False, "/v1/tasks/{task_id}"),
+)  # ... and the route's template (what the metrics and logs name it)
 _SMALL = 4096  # a lane's body is at most a few hundred bytes; anything larger goes to the route
 
 
 class HotRoutes:
     def __init__(self, app: ASGIApp, door: Coordinator, metrics: Metrics, window: float = 0.0) -> None:
         self.app, self.door, self.metrics = app, door, metrics
-        self.lane = LeaseLane(door, window=window)
+        self.lane = LeaseLane(door, window=window, observed=metrics.heartbeats)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            for method, pattern, model, optional in _LANES:
+            for method, pattern, model, optional, template in _LANES:
                 found = pattern.fullmatch(scope["path"]) if scope["method"] == method else None
                 if found is not None:
+                    scope[ROUTE_KEY] = template
                     await self._lane(model, optional, found.group(1), scope, receive, send)
                     return
         await self.app(scope, receive, send)
@@ -125,14 +127,15 @@ class HotRoutes:
 
     def _complete(self, principal: Principal | None, token: str, task_id: str, body: CompleteIn) -> Response:
         """What `routes/completion.py` answers, in one worker call (authentication included)."""
+        start = time.perf_counter()
         try:
             caller = principal or self.door.authenticate(token)
             outcome = self.door.complete(caller, make_request(task_id=task_id, **body.model_dump()))
         except Exception as exc:
             if isinstance(exc, CompletionRejected):
-                self.metrics.completion_rejected(exc.reason)
+                self.metrics.completion("rejected", exc.reason, time.perf_counter() - start)
             return _failed(exc)
-        self.metrics.completion_accepted(replay=outcome.replay)
+        self.metrics.completion("replayed" if outcome.replay else "accepted", "", time.perf_counter() - start)
         out = s.CompletionOut.model_validate(outcome.completion)
         return _json(out, 200 if outcome.replay else 201, "true" if outcome.replay else "false")
 
@@ -166,6 +169,7 @@ class _Beat:
     lease: float | None
     loop: asyncio.AbstractEventLoop
     answer: asyncio.Future[Response] = field(init=False)
+    queued: float = field(init=False, default_factory=time.perf_counter)
 
     def __post_init__(self) -> None:
         self.answer = self.loop.create_future()
@@ -180,9 +184,15 @@ class LeaseLane:
     per `window` seconds (see the module's docstring)."""
 
     def __init__(
-        self, door: Coordinator, idle: float = 5.0, max_batch: int = 256, window: float = 0.0
+        self,
+        door: Coordinator,
+        idle: float = 5.0,
+        max_batch: int = 256,
+        window: float = 0.0,
+        observed: Callable[[int, float], None] | None = None,
     ) -> None:
         self.door, self._idle, self._max, self._window = door, idle, max_batch, window
+        self._observed = observed  # told each batch's size and how long its first beat waited
         self._next = 0.0  # monotonic time before which no new batch is taken
         self._queue: queue.SimpleQueue[_Beat] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -223,6 +233,8 @@ class LeaseLane:
                 except queue.Empty:
                     break
             self._next = time.monotonic() + self._window
+            if self._observed is not None:
+                self._observed(len(batch), time.perf_counter() - first.queued)
             answers = self._answer(batch)
             for loop in {item.loop for item in batch}:
                 try:

@@ -23,12 +23,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from types import FrameType, TracebackType
 
 import uvicorn
 
 from studiolo.faces.http.app import create_app
 from studiolo.faces.http.protocol import ConnectionGuard, guarded_protocol
+from studiolo.observe import logs, multiprocess
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
@@ -63,8 +66,12 @@ def _config(coordinator: Coordinator, settings: Settings, host: str, port: int) 
 
 
 def serve(coordinator: Coordinator, settings: Settings, workers: int = 1) -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM), in this process or in `workers` forks."""
+    """Serve until interrupted (Ctrl-C / SIGTERM), in this process or in `workers` forks.
+    Logs go to stderr as JSON lines (`STUDIOLO_LOG=off`: none); with workers, the metrics are
+    kept in files they share (`STUDIOLO_METRICS_DIR`, else a temporary directory)."""
     raise_open_files_limit()
+    if settings.log_format == "json":
+        logs.to_stream()
     if workers <= 1:
         config = _config(coordinator, settings, settings.host, settings.port)
         coordinator.warm_auth_cache()
@@ -73,9 +80,15 @@ def serve(coordinator: Coordinator, settings: Settings, workers: int = 1) -> Non
         return
     sock = _listen(settings.host, settings.port)
     coordinator.store.dispose()  # no ledger connection may cross a fork
+    shared = multiprocess.enable(Path(settings.metrics_dir) if settings.metrics_dir else None)
+    settings = replace(settings, metrics_dir=str(shared))
     door, store = type(coordinator), type(coordinator.store)
     url, pool = settings.database_url, settings.db_pool_size
-    _Supervisor(lambda: _worker(door(store(url, pool_size=pool), settings), sock), workers).run()
+    try:
+        worker = lambda: _worker(door(store(url, pool_size=pool), settings), sock)  # noqa: E731
+        _Supervisor(worker, workers, died=lambda pid: multiprocess.process_died(pid, shared)).run()
+    finally:
+        multiprocess.disable(shared)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -118,8 +131,11 @@ def settle_heap(young: int = GC_YOUNG_THRESHOLD, old: int = GC_OLD_THRESHOLD) ->
 class _Supervisor:
     """Forks the workers, replaces one that dies, and stops them all on SIGTERM / SIGINT."""
 
-    def __init__(self, target: Callable[[], None], workers: int) -> None:
+    def __init__(
+        self, target: Callable[[], None], workers: int, died: Callable[[int], None] = lambda pid: None
+    ) -> None:
         self._target = target
+        self._died = died  # told the id of each worker that ended
         self._wanted = workers
         self._children: set[int] = set()
         self._stopping = False
@@ -137,6 +153,7 @@ class _Supervisor:
             except InterruptedError:  # pragma: no cover - PEP 475 retries wait() itself
                 continue
             self._children.discard(pid)
+            self._died(pid)
         self._reap()
 
     def _fork(self) -> int:

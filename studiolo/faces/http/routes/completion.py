@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -10,12 +11,13 @@ from studiolo._exceptions import CompletionRejected
 from studiolo.api import responses as s
 from studiolo.api.requests import CompleteIn
 from studiolo.faces.http.deps import Caller, Door, MetricsDep
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import make_request
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["completion"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 _REPLAY_HEADER: dict[str, Any] = {
     "Idempotent-Replay": {
@@ -25,10 +27,9 @@ _REPLAY_HEADER: dict[str, Any] = {
 }
 
 
-@router.post(
-    "/tasks/{task_id}/complete",
-    status_code=201,
-    summary="Ask for the task to be recorded as completed (201; 200 on an idempotent replay)",
+@operation(
+    router,
+    "send_completion",
     responses={
         201: {"description": "accepted and committed", "headers": _REPLAY_HEADER},
         200: {"model": s.CompletionOut, "description": "an idempotent replay", "headers": _REPLAY_HEADER},
@@ -38,12 +39,13 @@ def complete(
     task_id: str, body: CompleteIn, response: Response, caller: Caller, door: Door, metrics: MetricsDep
 ) -> s.CompletionOut:
     request = make_request(task_id=task_id, **body.model_dump())
+    start = time.perf_counter()
     try:
         outcome = door.complete(caller, request)
     except CompletionRejected as exc:
-        metrics.completion_rejected(exc.reason)
+        metrics.completion("rejected", exc.reason, time.perf_counter() - start)
         raise
-    metrics.completion_accepted(replay=outcome.replay)
+    metrics.completion("replayed" if outcome.replay else "accepted", "", time.perf_counter() - start)
     response.headers["Idempotent-Replay"] = "true" if outcome.replay else "false"
     if outcome.replay:
         response.status_code = 200

@@ -1,0 +1,121 @@
+"""`Observed`: the outermost ASGI middleware of the HTTP face. For each request it makes a
+request id (returned as `X-Request-Id`, set in `REQUEST_ID` for the door's audit events
+and the logs), then counts and times the request by route template and status and logs it.
+
+The route template is what the router matched (`scope["route"]`), what a fast lane that
+bypasses the router names (`ROUTE_KEY`), the mount a request went to, else `unmatched`:
+never the path itself, so no caller can make a new time series.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry import trace
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from studiolo.observe.context import REQUEST_ID, new_request_id
+from studiolo.observe.logs import log_request
+from studiolo.observe.metrics import Metrics
+
+__all__ = ["HEADER", "ROUTE_KEY", "Observed", "route_template"]
+
+HEADER = b"x-request-id"
+ROUTE_KEY = "studiolo.route"  # where a face that bypasses the router names the route it served
+_COMPLETE = "/v1/tasks/{task_id}/complete"
+
+
+class Observed:
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: Metrics | None,
+        *,
+        log: bool = True,
+        principal_key: str = "",
+        tracer: trace.Tracer | None = None,
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.log = log
+        self.principal_key = principal_key
+        self.tracer = tracer  # None: no spans
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = new_request_id()
+        header = (HEADER, request_id.encode())
+        status = 500  # what the client sees if the app fails before it answers
+
+        async def answer(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                message = {**message, "headers": [*message.get("headers", ()), header]}
+            await send(message)
+
+        token = REQUEST_ID.set(request_id)
+        start = time.perf_counter()
+        try:
+            if self.tracer is None:
+                await self.app(scope, receive, answer)
+            else:
+                await self._traced(self.tracer, scope, receive, answer, request_id)
+        finally:
+            REQUEST_ID.reset(token)
+            self._done(scope, request_id, status, time.perf_counter() - start)
+
+    async def _traced(
+        self, tracer: trace.Tracer, scope: Scope, receive: Receive, send: Send, request_id: str
+    ) -> None:
+        """The request inside a server span, named by its route template once it is known."""
+        method: str = scope["method"]
+        status = 500
+
+        async def answer(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        with tracer.start_as_current_span(method, kind=trace.SpanKind.SERVER) as span:
+            span.set_attribute("http.request.method", method)
+            span.set_attribute("studiolo.request_id", request_id)
+            try:
+                await self.app(scope, receive, answer)
+            finally:
+                route = route_template(scope)
+                span.update_name(f"{method} {route}")
+                span.set_attribute("http.route", route)
+                span.set_attribute("http.response.status_code", status)
+                if status >= 500:
+                    span.set_status(trace.StatusCode.ERROR)
+
+    def _done(self, scope: Scope, request_id: str, status: int, seconds: float) -> None:
+        route = route_template(scope)
+        method: str = scope["method"]
+        if self.metrics is not None:
+            self.metrics.request(method, route, status, seconds)
+            if route == _COMPLETE and method == "POST":
+                outcome = "replayed" if status == 200 else "accepted" if status == 201 else "rejected"
+                self.metrics.completion_request(outcome, seconds)
+        if self.log:
+            principal = scope.get("state", {}).get(self.principal_key) if self.principal_key else None
+            log_request(request_id, method, route, status, seconds, getattr(principal, "id", None))
+
+
+def route_template(scope: Scope) -> str:
+    named = scope.get(ROUTE_KEY)
+    if isinstance(named, str):
+        return named
+    route: Any = scope.get("route")
+    path = getattr(route, "path_format", None) or getattr(route, "path", None)
+    if isinstance(path, str):
+        return str(scope.get("app_root_path") or "") + path if "app_root_path" in scope else path
+    mounted = scope.get("root_path")
+    if isinstance(mounted, str) and mounted:
+        return mounted + "/…"
+    return "unmatched"

@@ -1,0 +1,130 @@
+"""`Metrics`: the service's Prometheus metrics, through `prometheus_client`, one registry per app.
+
+Names follow the Prometheus conventions (`_total` for counters, `_seconds` for durations,
+base units). Every label takes a bounded set of values: a route *template* (never a path),
+a known HTTP method (else `OTHER`), a status code, a reason code, an outcome, a state.
+
+With `serve --workers N` the metrics are kept in memory-mapped files shared by the workers
+(`multiprocess.enable`, called by the supervisor before it forks): any worker answers
+`GET /metrics` with the sums of all of them, those of workers that died included.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+__all__ = ["CONTENT_TYPE", "Metrics"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Request and completion latencies: 1 ms to 10 s (a completion on PostgreSQL is a few ms).
+_SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_WAITS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0)  # queueing before a batch
+_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # writes in one batch or group
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+class Metrics:
+    """The metrics of one app. `multiprocess_dir`: the directory `multiprocess.enable` set up,
+    whose files `render` sums (None: this process's values only)."""
+
+    def __init__(self, multiprocess_dir: Path | None = None, *, enabled: bool = True) -> None:
+        self.registry = r = CollectorRegistry()
+        self._dir = multiprocess_dir
+        self.enabled = enabled  # False: nothing is counted (`STUDIOLO_METRICS=0`)
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}  # a request's two series
+        self.requests = Counter(
+            "studiolo_http_requests", "HTTP requests by method, route template and status.",
+            ["method", "route", "status"], registry=r,
+        )  # fmt: skip
+        self.request_seconds = Histogram(
+            "studiolo_http_request_duration_seconds",
+            "HTTP request latency, first byte in to last byte out, by method, route template and status.",
+            ["method", "route", "status"], buckets=_SECONDS, registry=r,
+        )  # fmt: skip
+        self.completions = Counter(
+            "studiolo_completions",
+            "Completion requests by outcome (accepted, replayed, rejected) and reason.",
+            ["outcome", "reason"], registry=r,
+        )  # fmt: skip
+        self.completion_seconds = Histogram(
+            "studiolo_completion_duration_seconds",
+            "Completion latency at the door (stage=door: the transaction and its retries) and end to end "
+            "(stage=request: the HTTP request, queueing and authentication included), by outcome.",
+            ["stage", "outcome"], buckets=_SECONDS, registry=r,
+        )  # fmt: skip
+        self.heartbeat_batch = Histogram(
+            "studiolo_heartbeat_batch_size", "Heartbeats written in one transaction by the lease lane.",
+            buckets=_SIZES, registry=r,
+        )  # fmt: skip
+        self.heartbeat_wait = Histogram(
+            "studiolo_heartbeat_wait_seconds", "Time a heartbeat waited in the lease lane before its batch.",
+            buckets=_WAITS, registry=r,
+        )  # fmt: skip
+        self.group_size = Histogram(
+            "studiolo_group_commit_size", "Writes committed in one group commit (SQLite).",
+            buckets=_SIZES, registry=r,
+        )  # fmt: skip
+        self.group_wait = Histogram(
+            "studiolo_group_commit_wait_seconds",
+            "Time a write waited in the group-commit queue before its group.",
+            buckets=_WAITS, registry=r,
+        )  # fmt: skip
+        self.retries = Counter(
+            "studiolo_db_serialization_retries", "Transactions retried after a serialization failure.",
+            registry=r,
+        )  # fmt: skip
+
+    # the HTTP face ------------------------------------------------------------
+    def request(self, method: str, route: str, status: int, seconds: float) -> None:
+        if not self.enabled:
+            return
+        labels = (method if method in _METHODS else "OTHER", route, status)
+        series = self._series.get(labels)
+        if series is None:  # bounded: the labels take bounded values (module docstring)
+            text = (labels[0], route, str(status))
+            series = self._series[labels] = (self.requests.labels(*text), self.request_seconds.labels(*text))
+        series[0].inc()
+        series[1].observe(seconds)
+
+    def completion(self, outcome: str, reason: str, seconds: float) -> None:
+        """One completion answered by the door: `outcome` accepted, replayed or rejected."""
+        if not self.enabled:
+            return
+        self.completions.labels(outcome, reason).inc()
+        self.completion_seconds.labels("door", outcome).observe(seconds)
+
+    def completion_request(self, outcome: str, seconds: float) -> None:
+        if not self.enabled:
+            return
+        self.completion_seconds.labels("request", outcome).observe(seconds)
+
+    # the ledger and the workers behind the door ------------------------------------
+    def heartbeats(self, size: int, waited: float) -> None:
+        if not self.enabled:
+            return
+        self.heartbeat_batch.observe(size)
+        self.heartbeat_wait.observe(waited)
+
+    def group_committed(self, size: int, waited: float) -> None:
+        if not self.enabled:
+            return
+        self.group_size.observe(size)
+        self.group_wait.observe(waited)
+
+    def serialization_retry(self) -> None:
+        if not self.enabled:
+            return
+        self.retries.inc()
+
+    # exposition -----------------------------------------------------------------
+    def render(self) -> bytes:
+        """The text exposition format: this registry, or every worker's files summed."""
+        if self._dir is None:
+            return generate_latest(self.registry)
+        merged = CollectorRegistry()
+        MultiProcessCollector(merged, path=str(self._dir))  # type: ignore[no-untyped-call]
+        return generate_latest(merged)

@@ -1,0 +1,91 @@
+"""JSON-line logs and request ids: a line per request and per committed state change, the id
+returned as `X-Request-Id` and recorded in the audit event it caused, no secret in any line."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from studiolo.observe import logs
+from tests.faces.helpers import Actors, complete, new_task, submit, verify
+
+
+@pytest.fixture
+def captured() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    handler = logs.to_stream(stream)
+    try:
+        yield stream
+    finally:
+        logs.detach(handler)
+
+
+def _lines(stream: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_a_tour_logs_every_request_and_state_change_and_no_secret(
+    actors: Actors, captured: io.StringIO
+) -> None:
+    admin, agent, ver = actors.client("admin"), actors.client("agent"), actors.client("verifier")
+    task = new_task(admin)
+    attempt = agent.claim(task.id)
+    agent.heartbeat(attempt.id)
+    cand = submit(agent, attempt, {"src/answer.txt": b"42\n"})
+    done = complete(agent, task, attempt, cand, [verify(ver, actors.world, cand).id])
+    fresh = admin.rotate_token(actors.world.agent2.id).token  # a token issued mid-tour
+    lines = _lines(captured)
+    text = captured.getvalue()
+    secrets = [*actors.tokens.values(), fresh, done.completion.signature]
+    secrets.append(actors.world.coord.store.read(lambda tx: tx.meta.get("service_key")) or "missing")
+    for secret in secrets:
+        assert secret not in text
+    assert "stl_" not in text and "Bearer" not in text
+    requests = [line for line in lines if line["logger"] == "studiolo.request"]
+    events = [line for line in lines if line["logger"] == "studiolo.event"]
+    assert {tuple(sorted(r)) for r in requests} == {
+        (
+            "duration_ms",
+            "level",
+            "logger",
+            "method",
+            "msg",
+            "principal",
+            "request_id",
+            "route",
+            "status",
+            "ts",
+        )
+    }
+    assert len({r["request_id"] for r in requests}) == len(requests)  # one id per request
+    assert {"attempt.claimed", "candidate.submitted", "receipt.recorded", "completion.accepted"} <= {
+        e["kind"] for e in events
+    }
+    by_request = {r["request_id"]: r for r in requests}
+    for e in events:  # every state change names the request that caused it
+        assert by_request[e["request_id"]]["method"] in ("POST", "PUT")
+    ledger = actors.world.coord.store.read(lambda tx: tx.audit.events(actors.world.project_id))
+    recorded = {e.seq: e.data.get("x_request_id") for e in ledger}
+    assert all(recorded[e["seq"]] == e["request_id"] for e in events if e["project_id"])
+    assert actors.world.coord.verify_audit().ok
+
+
+def test_the_request_id_header_is_the_one_in_the_audit_event(actors: Actors) -> None:
+    admin = actors.client("admin")
+    task = new_task(admin)
+    headers = {"Authorization": f"Bearer {actors.tokens['agent']}"}
+    with httpx.Client(base_url=actors.url, transport=actors.transport, headers=headers) as http:
+        claimed = http.post(f"/v1/tasks/{task.id}/attempts", json={})
+        refused = http.post(f"/v1/tasks/{task.id}/attempts", json={})  # already claimed
+        spoofed = http.get("/v1/me", headers={"X-Request-Id": "chosen-by-the-caller"})
+    assert claimed.status_code == 201 and refused.status_code == 409
+    ids = [r.headers["x-request-id"] for r in (claimed, refused, spoofed)]
+    assert len(set(ids)) == 3 and "chosen-by-the-caller" not in ids  # the service names requests
+    events = actors.world.coord.store.read(lambda tx: tx.audit.events(actors.world.project_id))
+    claim = [e for e in events if e.kind == "attempt.claimed"]
+    assert [e.data["x_request_id"] for e in claim] == [ids[0]]
