@@ -95,6 +95,7 @@ class Projector:
         self._lock = threading.Lock()  # one pass at a time in this process
         self._checkpointed: dict[str, float] = {}
         self.mirrors = Mirrors()
+        self.lagged: Callable[[float], None] | None = None  # told each commit's publication lag (s)
 
     def repo(self, project_id: str) -> GitRepo:
         return GitRepo(repository_path(self.root, project_id))
@@ -137,6 +138,10 @@ class Projector:
             repo.advance(NOTES, notes_tip, notes)  # notes first: they name commits the branch will hold
         assert tip is not None
         repo.advance(BRANCH, head, tip)
+        if self.lagged is not None:
+            now = self.clock()
+            for pub in pubs:
+                self.lagged(now - pub.at)
         return len(pubs)
 
     def _exists(self, project_id: str) -> bool:

@@ -16,8 +16,8 @@ from opentelemetry import trace
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo.observe.context import REQUEST_ID, new_request_id
-from studiolo.observe.logs import log_request
-from studiolo.observe.metrics import Metrics
+from studiolo.observe.logs import JsonLog
+from studiolo.observe.metrics import METHODS, Metrics
 
 __all__ = ["HEADER", "ROUTE_KEY", "Observed", "route_template"]
 
@@ -32,7 +32,7 @@ class Observed:
         app: ASGIApp,
         metrics: Metrics | None,
         *,
-        log: bool = True,
+        log: JsonLog | None = None,
         principal_key: str = "",
         tracer: trace.Tracer | None = None,
     ) -> None:
@@ -102,9 +102,10 @@ class Observed:
             if route == _COMPLETE and method == "POST":
                 outcome = "replayed" if status == 200 else "accepted" if status == 201 else "rejected"
                 self.metrics.completion_request(outcome, seconds)
-        if self.log:
+        if self.log is not None:
             principal = scope.get("state", {}).get(self.principal_key) if self.principal_key else None
-            log_request(request_id, method, route, status, seconds, getattr(principal, "id", None))
+            shown = method if method in METHODS else "OTHER"
+            self.log.request(request_id, shown, route, status, seconds, getattr(principal, "id", None))
 
 
 def route_template(scope: Scope) -> str:
