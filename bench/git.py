@@ -11,9 +11,16 @@
    publishing meanwhile; each publication's lag is the time its commit reached the branch
    minus its ledger commit time. Target: lag p99 ≤ 1 s at that rate.
 
+`--mode thread` (the default) runs the projector as `studiolo serve` does: a thread of the
+same process, woken by the store after each write that logs a change (`on_publication`),
+with a pass over every project on the timer; "off" is the thread stopped. `--mode process`
+is the earlier set-up: the projector in a process of its own polling on the timer, "off"
+being SIGSTOP.
+
 Prints human lines, then a final line of JSON (with the load average).
 
     python bench/git.py [--files 10000] [--completions 1000] [--clients 8] [--interval 0.5]
+                        [--mode thread|process]
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,6 +42,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent), *(p for p in sys.path if Path(p or ".").resolve() != _HERE)]
 
 from studiolo.core.model import Attempt, Candidate, FileMode, Task  # noqa: E402
+from studiolo.git.projector import Projector  # noqa: E402
 from tests.world import World, build_world  # noqa: E402
 
 Prepared = tuple[Task, Attempt, Candidate, list[str]]
@@ -92,24 +101,79 @@ def _versions(w: World) -> dict[int, float]:
     return {p.version: p.at for p in pubs}
 
 
-def _published(log: Path) -> list[tuple[int, float]]:
-    if not log.is_file():
-        return []
-    return [(int(v), float(t)) for v, t in (line.split() for line in log.read_text().splitlines())]
+class _Process:
+    """The projector in a process of its own, polling (`--mode process`); off: SIGSTOP."""
+
+    def __init__(self, w: World, tmp: Path, interval: float, priority: str) -> None:
+        self.log = tmp / "published.log"
+        args = [w.coord.store.url, str(tmp / "git"), str(self.log), str(interval), priority]
+        self.child = subprocess.Popen([sys.executable, "-c", _CHILD, *args])
+
+    def published(self) -> list[tuple[int, float]]:
+        if not self.log.is_file():
+            return []
+        return [(int(v), float(t)) for v, t in (line.split() for line in self.log.read_text().splitlines())]
+
+    def off(self) -> None:
+        os.kill(self.child.pid, signal.SIGSTOP)
+
+    def on(self) -> None:
+        os.kill(self.child.pid, signal.SIGCONT)
+
+    def close(self) -> None:
+        self.on()
+        self.child.kill()
+        self.child.wait()
 
 
-def _wait(log: Path, version: int, timeout: float = 600.0) -> None:
+class _Thread:
+    """The projector as `studiolo serve` runs it (`--mode thread`); off: the thread stopped."""
+
+    def __init__(self, w: World, tmp: Path, interval: float, priority: str) -> None:
+        self._log: list[tuple[int, float]] = []
+        self._guard = threading.Lock()
+        self.projector = Projector(
+            w.coord.store, tmp / "git", interval=interval, checkpoint_every=3600.0, on_published=self._note
+        )
+        if priority == "same":
+            import studiolo.git.projector as module
+
+            module.NICENESS = 0
+        self.projector.start()
+
+    def _note(self, _project: str, version: int) -> None:
+        with self._guard:
+            self._log.append((version, time.time()))
+
+    def published(self) -> list[tuple[int, float]]:
+        with self._guard:
+            return list(self._log)
+
+    def off(self) -> None:
+        self.projector.stop()
+
+    def on(self) -> None:
+        self.projector.start()
+
+    def close(self) -> None:
+        self.projector.stop()
+
+
+Publisher = _Process | _Thread
+
+
+def _wait(pub: Publisher, version: int, timeout: float = 600.0) -> None:
     end = time.time() + timeout
     while time.time() < end:
-        done = _published(log)
+        done = pub.published()
         if done and done[-1][0] >= version:
             return
         time.sleep(0.05)
     raise TimeoutError(f"the projector did not reach version {version}")
 
 
-def _lags(w: World, log: Path, since: int) -> list[float]:
-    moved = _published(log)
+def _lags(w: World, pub: Publisher, since: int) -> list[float]:
+    moved = pub.published()
     out = []
     for version, at in sorted(_versions(w).items()):
         if version <= since:
@@ -134,27 +198,17 @@ def main() -> None:
     ap.add_argument(
         "--priority", choices=["nice", "same"], default="nice", help="the projector's, as serve's"
     )
+    ap.add_argument("--mode", choices=["thread", "process"], default="thread", help="see the docstring")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         w = build_world(Path(tmp) / "ledger", clock=time.time)
         _import(w, args.files)
-        log = Path(tmp) / "published.log"
-        child = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _CHILD,
-                w.coord.store.url,
-                str(Path(tmp) / "git"),
-                str(log),
-                str(args.interval),
-                args.priority,
-            ]
-        )
+        kind = _Thread if args.mode == "thread" else _Process
+        pub: Publisher = kind(w, Path(tmp), args.interval, args.priority)
         try:
             t0 = time.time()
             head = max(_versions(w))
-            _wait(log, head)
+            _wait(pub, head)
             first = time.time() - t0
             print(f"first publication of {args.files} files: {first:.1f} s")
             paths = [_path(i) for i in range(args.latency * 2 + args.completions)]
@@ -162,27 +216,25 @@ def main() -> None:
             on, off = [], []
             for block in range(0, len(lat_items), 20):
                 stopped = (block // 20) % 2 == 0
-                os.kill(child.pid, signal.SIGSTOP if stopped else signal.SIGCONT)
+                pub.off() if stopped else pub.on()
                 (off if stopped else on).extend(_timed(w, item) for item in lat_items[block : block + 20])
-            os.kill(child.pid, signal.SIGCONT)
+            pub.on()
             ratio = statistics.median(on) / statistics.median(off)
             print(
                 f"completion latency median: on {statistics.median(on) * 1000:.2f} ms,"
                 f" off {statistics.median(off) * 1000:.2f} ms, ratio {ratio:.3f}"
             )
-            _wait(log, max(_versions(w)))
+            _wait(pub, max(_versions(w)))
             since = max(_versions(w))
             items = _prepared(w, paths[args.latency * 2 :])
             t1 = time.perf_counter()
             with ThreadPoolExecutor(args.clients) as pool:
                 list(pool.map(lambda item: w.complete(*item), items))
             elapsed = time.perf_counter() - t1
-            _wait(log, max(_versions(w)))
-            lags = sorted(_lags(w, log, since))
+            _wait(pub, max(_versions(w)))
+            lags = sorted(_lags(w, pub, since))
         finally:
-            os.kill(child.pid, signal.SIGCONT)
-            child.kill()
-            child.wait()
+            pub.close()
     rate = args.completions / elapsed
     p50, p99 = lags[len(lags) // 2], lags[min(len(lags) - 1, int(len(lags) * 0.99))]
     print(
@@ -201,6 +253,7 @@ def main() -> None:
                 "clients": args.clients,
                 "interval_s": args.interval,
                 "priority": args.priority,
+                "mode": args.mode,
                 "lag_p50_s": round(p50, 3),
                 "lag_p99_s": round(p99, 3),
                 "lag_max_s": round(lags[-1], 3),

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from studiolo.core.reasons import ErrorReason, Reason
+
 __all__ = [
     "CompletionRejected",
     "Conflict",
@@ -36,7 +38,7 @@ class StudioloError(Exception):
     """Base of every error a face may show. `reason` is a stable, documented code."""
 
     status: int = 500
-    default_reason: str = "internal_error"
+    default_reason: str = ErrorReason.INTERNAL_ERROR
 
     def __init__(
         self,
@@ -48,8 +50,8 @@ class StudioloError(Exception):
     ) -> None:
         super().__init__(detail)
         self.detail = detail
-        self.reason = reason or self.default_reason
-        self.failed: tuple[str, ...] = tuple(failed) or (self.reason,)
+        self.reason = str(reason or self.default_reason)  # a plain str, whichever enum named it
+        self.failed: tuple[str, ...] = tuple(str(f) for f in failed) or (self.reason,)
         # JSON objects, one per failed predicate that has facts to tell (`core.refusal_view`),
         # already filtered for the caller: any face may show them as they are.
         self.details: tuple[dict[str, Any], ...] = tuple(dict(d) for d in details)
@@ -64,43 +66,43 @@ class StudioloError(Exception):
 
 class InvalidRequest(StudioloError):
     status = 400
-    default_reason = "invalid_request"
+    default_reason = ErrorReason.INVALID_REQUEST
 
 
 class InvalidPath(InvalidRequest):
-    default_reason = "invalid_path"
+    default_reason = ErrorReason.INVALID_PATH
 
 
 class PayloadTooLarge(InvalidRequest):
     status = 413
-    default_reason = "payload_too_large"
+    default_reason = ErrorReason.PAYLOAD_TOO_LARGE
 
 
 class Unauthenticated(StudioloError):
     status = 401
-    default_reason = "unauthenticated"
+    default_reason = ErrorReason.UNAUTHENTICATED
 
 
 class NotAuthorized(StudioloError):
     status = 403
-    default_reason = "not_authorized"
+    default_reason = Reason.NOT_AUTHORIZED
 
 
 class NotFound(StudioloError):
     status = 404
-    default_reason = "not_found"
+    default_reason = ErrorReason.NOT_FOUND
 
 
 class Conflict(StudioloError):
     status = 409
-    default_reason = "conflict"
+    default_reason = ErrorReason.CONFLICT
 
 
 class CompletionRejected(StudioloError):
     """A completion request that failed one or more predicates of the completion contract."""
 
     status = 409
-    default_reason = "completion_rejected"
+    default_reason = ErrorReason.COMPLETION_REJECTED
 
     def __init__(
         self, failed: Sequence[str], detail: str = "", details: Sequence[Mapping[str, Any]] = ()
@@ -108,5 +110,5 @@ class CompletionRejected(StudioloError):
         first = failed[0]
         text = detail or f"completion rejected: {', '.join(failed)}"
         super().__init__(text, reason=first, failed=failed, details=details)
-        if first == "task_not_found":
+        if first == Reason.TASK_NOT_FOUND:
             self.status = 404

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.core.canonical import canonical_json, digest_bytes
+from studiolo.core.reasons import ErrorReason
 
 __all__ = [
     "ServiceKey",
@@ -39,7 +40,7 @@ def b64u_decode(text: str) -> bytes:
     try:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (ValueError, TypeError) as exc:
-        raise InvalidRequest("not base64url", reason="signature_invalid") from exc
+        raise InvalidRequest("not base64url", reason=ErrorReason.SIGNATURE_INVALID) from exc
 
 
 def new_private_key() -> Ed25519PrivateKey:
@@ -69,7 +70,9 @@ def parse_public_key(text: str) -> str:
     """Validate an Ed25519 public key (base64url raw 32 bytes) and return it."""
     raw = b64u_decode(text)
     if len(raw) != 32:
-        raise InvalidRequest("an Ed25519 public key is 32 bytes, base64url", reason="invalid_request")
+        raise InvalidRequest(
+            "an Ed25519 public key is 32 bytes, base64url", reason=ErrorReason.INVALID_REQUEST
+        )
     Ed25519PublicKey.from_public_bytes(raw)
     return text
 

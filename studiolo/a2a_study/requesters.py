@@ -24,9 +24,9 @@ from studiolo.core.quiescence import (
     Channel,
     OutcomeKind,
     QuiescencePolicy,
+    RemoteTaskView,
     SignedArtifact,
     TaskState,
-    TaskView,
     verify_and_quiesce,
 )
 
@@ -94,11 +94,11 @@ def quiescence(task: RemoteTask, params: Params) -> Decision:
 REQUESTERS: Mapping[str, Requester] = MappingProxyType({"naive": naive, "quiescence": quiescence})
 
 
-def _view(snapshot: Snapshot) -> TaskView:
+def _view(snapshot: Snapshot) -> RemoteTaskView:
     """A ``GetTask`` answer as the core reads it: the signed manifest's entries, its digest."""
     state = TaskState.from_wire(snapshot.state)
     if snapshot.signed_manifest is None:
-        return TaskView(snapshot.task_id, state)
+        return RemoteTaskView(snapshot.task_id, state)
     manifest = json.loads(json.loads(snapshot.signed_manifest)["manifest"])
     entries = tuple(
         SignedArtifact(
@@ -112,7 +112,7 @@ def _view(snapshot: Snapshot) -> TaskView:
         for entry in manifest["artifacts"]
     )
     listed = {entry.artifact_id for entry in entries}
-    return TaskView(
+    return RemoteTaskView(
         task_id=snapshot.task_id,
         state=state,
         artifacts=entries,
@@ -123,7 +123,7 @@ def _view(snapshot: Snapshot) -> TaskView:
     )
 
 
-def _pinned_signature(view: TaskView) -> bool:
+def _pinned_signature(view: RemoteTaskView) -> bool:
     """The manifest is signed by the key pinned at delegation (and only that key)."""
     signed = json.loads(view.signed_manifest)
     if signed["kid"] != PINNED_KEY:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic_core import ErrorDetails
 
 from studiolo._exceptions import InvalidRequest
+from studiolo.core import limits
 from studiolo.core.enums import Action, FileMode, PrincipalKind
 
 __all__ = [
@@ -53,8 +54,12 @@ __all__ = [
 # Strict: `true`, `"600"` or `5.0` are not numbers here (the service bounds them again).
 Rev = Annotated[int, Field(strict=True, ge=0, le=2**53)]
 Lease = Annotated[float, Field(strict=True, ge=1, le=10**9)]
-Short = Annotated[str, Field(max_length=300)]
-Text = Annotated[str, Field(max_length=1_000_000)]
+Short = Annotated[str, Field(max_length=limits.SHORT)]
+Text = Annotated[str, Field(max_length=limits.TEXT)]
+# The narrower bounds (`core.limits`): the door checks the same numbers.
+CriterionId = Annotated[str, Field(min_length=1, max_length=limits.CRITERION_ID)]
+Criteria = dict[CriterionId, Short]
+Notes = Annotated[str, Field(max_length=limits.HANDOFF_NOTES)]
 
 
 def invalid_request(errors: Iterable[ErrorDetails]) -> InvalidRequest:
@@ -117,9 +122,9 @@ class CheckerIn(_In):
 
 
 class TaskIn(_In):
-    title: Short
-    description: Text = ""
-    criteria: dict[Short, Short] = Field(description="criterion id → admitted checker `name@version`")
+    title: Annotated[str, Field(max_length=limits.TITLE)]
+    description: Annotated[str, Field(max_length=limits.DESCRIPTION)] = ""
+    criteria: Criteria = Field(description="criterion id → admitted checker `name@version`")
     scope: list[Short] = Field(min_length=1, max_length=200)
     policy_version: Rev | None = Field(None, description="default: the latest published policy")
     requires_deployment: StrictBool = False
@@ -136,7 +141,7 @@ class IntakeIn(_In):
     every task delegated through it."""
 
     description: Annotated[str, Field(max_length=2000)] = ""
-    criteria: dict[Short, Short] = Field(description="criterion id → admitted checker `name@version`")
+    criteria: Criteria = Field(description="criterion id → admitted checker `name@version`")
     scope: list[Short] = Field(max_length=200)
     policy_version: Rev | None = Field(None, description="default: the latest when each task is created")
 
@@ -152,7 +157,7 @@ class CancelIn(_In):
 
 
 class MigrateIn(_In):
-    criteria: dict[Short, Short] | None = None
+    criteria: Criteria | None = None
     scope: list[Short] | None = Field(None, max_length=200)
     policy_version: Rev | None = None
     separate_verdict: list[Short] | None = Field(None, max_length=100)
@@ -198,18 +203,18 @@ class ReuseIn(_In):
 
 
 class CompleteIn(_In):
-    request_id: Short
+    request_id: Annotated[str, Field(min_length=1, max_length=limits.REQUEST_ID)]
     attempt_id: Short
     fence: Rev
-    contract_hash: Short
+    contract_hash: Annotated[str, Field(max_length=limits.CONTRACT_HASH)]
     candidate_id: Short
-    evidence: list[Short] = Field(default_factory=list, max_length=100)
+    evidence: list[Short] = Field(default_factory=list, max_length=limits.EVIDENCE)
 
 
 class HandoffIn(_In):
     artifacts: dict[str, Rev] = Field(default_factory=dict)
-    obligations: list[Text] = Field(default_factory=list, max_length=200)
-    notes: Text = ""
+    obligations: list[Notes] = Field(default_factory=list, max_length=limits.OBLIGATIONS)
+    notes: Notes = ""
 
 
 class ObservationIn(_In):

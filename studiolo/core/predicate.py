@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from studiolo.core.canonical import digest_json
+from studiolo.core.lease import lease_holds
 from studiolo.core.model import (
     Action,
     Attempt,
@@ -135,7 +136,7 @@ def _lease(_q: CompletionRequest, f: CompletionFacts, _t: Task) -> bool:
     a = f.attempt
     if a is None:
         return True  # nothing to time: reported by the ownership predicates
-    return a.incarnation == f.incarnation and f.now < a.lease_deadline
+    return lease_holds(a, f.incarnation, f.now)
 
 
 def _bound(q: CompletionRequest, f: CompletionFacts, task: Task) -> bool:

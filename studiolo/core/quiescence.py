@@ -25,12 +25,12 @@ Stable entry point::
         -> Outcome            (kind QUIESCED or INDETERMINATE)
         raises ArtifactIntegrityError
 
-    read_view()              -> TaskView     one read of the remote task (GetTask + manifest)
+    read_view()              -> RemoteTaskView     one read of the remote task (GetTask + manifest)
     fetch(SignedArtifact)    -> bytes | None the artifact's bytes, or None while not available;
                                              transport errors are the adapter's to turn into
                                              None. Fewer bytes than declared: not yet there;
                                              the declared number: checked strictly.
-    verify_signature(TaskView) -> bool       the manifest (`view.signed_manifest`) is signed by
+    verify_signature(RemoteTaskView) -> bool       the manifest (`view.signed_manifest`) is signed by
                                              a pinned key; the adapter may raise
                                              ArtifactIntegrityError itself for a precise code
     clock()                  -> float        seconds, monotonic (virtual in the simulation)
@@ -53,9 +53,9 @@ __all__ = [
     "OutcomeKind",
     "QuiescencePolicy",
     "Readiness",
+    "RemoteTaskView",
     "SignedArtifact",
     "TaskState",
-    "TaskView",
     "agree",
     "arrived",
     "assess",
@@ -117,7 +117,7 @@ class SignedArtifact:
 
 
 @dataclass(frozen=True)
-class TaskView:
+class RemoteTaskView:
     """One read of the remote task: its state and its signed manifest, if any yet.
 
     `artifacts` are the manifest's entries (empty without a manifest); `manifest_digest` is
@@ -146,7 +146,7 @@ class ArtifactIntegrityError(Exception):
         code: str,
         detail: str,
         *,
-        view: TaskView | None = None,
+        view: RemoteTaskView | None = None,
         artifact: SignedArtifact | None = None,
         actual_sha256: str | None = None,
         actual_size: int | None = None,
@@ -216,7 +216,7 @@ class Outcome:
     operator may finalize with them); `payloads` stays empty."""
 
     kind: OutcomeKind
-    view: TaskView | None
+    view: RemoteTaskView | None
     payloads: Mapping[str, bytes] = field(default_factory=dict)
     reason: str = ""
     rounds: int = 0
@@ -225,7 +225,7 @@ class Outcome:
     verified: Mapping[str, bytes] = field(default_factory=dict)  # INDETERMINATE: what did verify
 
 
-def assess(view: TaskView, policy: QuiescencePolicy) -> Readiness:
+def assess(view: RemoteTaskView, policy: QuiescencePolicy) -> Readiness:
     """What this read allows. Raises ArtifactIntegrityError for a manifest that is bound to
     another task, over the caps, or that lists one artifact twice."""
     if not view.state.terminal:
@@ -240,11 +240,11 @@ def assess(view: TaskView, policy: QuiescencePolicy) -> Readiness:
     return _unsigned(view)
 
 
-def _unsigned(view: TaskView) -> Readiness:
+def _unsigned(view: RemoteTaskView) -> Readiness:
     return Readiness.UNSIGNED_ARTIFACTS if view.unsigned else Readiness.READY
 
 
-def _check_entries(view: TaskView, policy: QuiescencePolicy) -> None:
+def _check_entries(view: RemoteTaskView, policy: QuiescencePolicy) -> None:
     if len(view.artifacts) > policy.max_artifacts:
         raise ArtifactIntegrityError("oversize", f"{len(view.artifacts)} artifacts declared", view=view)
     seen: set[str] = set()
@@ -264,7 +264,7 @@ def arrived(artifact: SignedArtifact, data: bytes | None) -> bool:
     return data is not None and len(data) >= artifact.size
 
 
-def check_artifact(artifact: SignedArtifact, data: bytes, view: TaskView | None = None) -> None:
+def check_artifact(artifact: SignedArtifact, data: bytes, view: RemoteTaskView | None = None) -> None:
     """The bytes are exactly what the manifest signed (size, then SHA-256), else raise. Call it
     on bytes that `arrived`: more bytes than signed can never become the signed bytes."""
     actual = hashlib.sha256(data).hexdigest()
@@ -279,7 +279,7 @@ def check_artifact(artifact: SignedArtifact, data: bytes, view: TaskView | None 
     )
 
 
-def agree(first: TaskView, second: TaskView) -> bool:
+def agree(first: RemoteTaskView, second: RemoteTaskView) -> bool:
     """The two reads that finalize agree: same task, same terminal state, same manifest."""
     return (
         first.task_id == second.task_id
@@ -305,7 +305,7 @@ def _key(a: SignedArtifact) -> _Key:
 
 
 def _fetch_missing(
-    view: TaskView, fetch: Callable[[SignedArtifact], bytes | None], have: dict[_Key, bytes]
+    view: RemoteTaskView, fetch: Callable[[SignedArtifact], bytes | None], have: dict[_Key, bytes]
 ) -> tuple[str, ...]:
     """Fetch every declared artifact not yet verified; return the ids still missing."""
     missing: list[str] = []
@@ -321,15 +321,15 @@ def _fetch_missing(
     return tuple(missing)
 
 
-def _signature_ok(view: TaskView, verify_signature: Callable[[TaskView], bool]) -> None:
+def _signature_ok(view: RemoteTaskView, verify_signature: Callable[[RemoteTaskView], bool]) -> None:
     if view.manifest_digest is not None and not verify_signature(view):
         raise ArtifactIntegrityError("bad_signature", "manifest not signed by a pinned key", view=view)
 
 
 def verify_and_quiesce(
-    read_view: Callable[[], TaskView],
+    read_view: Callable[[], RemoteTaskView],
     fetch: Callable[[SignedArtifact], bytes | None],
-    verify_signature: Callable[[TaskView], bool],
+    verify_signature: Callable[[RemoteTaskView], bool],
     clock: Callable[[], float],
     sleep: Callable[[float], None],
     policy: QuiescencePolicy,
@@ -339,7 +339,7 @@ def verify_and_quiesce(
     """Run the two-phase check to a quiesced or indeterminate outcome (module docstring)."""
     start = clock() if since is None else since
     have: dict[_Key, bytes] = {}
-    last: TaskView | None = None
+    last: RemoteTaskView | None = None
     reason = ""
     missing: tuple[str, ...] = ()
     for round_no in range(policy.max_rounds):
@@ -373,9 +373,9 @@ def _confirm_wait(
 
 
 def _round(
-    view: TaskView,
+    view: RemoteTaskView,
     fetch: Callable[[SignedArtifact], bytes | None],
-    verify_signature: Callable[[TaskView], bool],
+    verify_signature: Callable[[RemoteTaskView], bool],
     have: dict[_Key, bytes],
     policy: QuiescencePolicy,
 ) -> tuple[str, tuple[str, ...]]:

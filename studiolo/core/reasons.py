@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["OTHER_REASONS", "Reason"]
+__all__ = ["OTHER_REASONS", "ErrorReason", "Reason"]
 
 
 class Reason(StrEnum):
@@ -29,22 +29,32 @@ class Reason(StrEnum):
     EVIDENCE_FAILED = "evidence_failed"
 
 
-# Reason codes raised outside the completion predicate (by other operations of the door).
-OTHER_REASONS: tuple[str, ...] = (
-    "request_id_conflict",
-    "invalid_request",
-    "invalid_path",
-    "payload_too_large",
-    "unauthenticated",
-    "not_found",
-    "revision_conflict",
-    "task_already_claimed",
-    "attempt_not_active",
-    "blob_missing",
-    "unknown_checker",
-    "signature_invalid",
-    "verifier_not_admitted",
-    "conflict",
-    "method_not_allowed",
-    "internal_error",
-)
+class ErrorReason(StrEnum):
+    """The reason codes raised outside the completion predicate (by the other operations of
+    the door, by the faces and by the client), in docs/reasons.md's order."""
+
+    REQUEST_ID_CONFLICT = "request_id_conflict"
+    INVALID_REQUEST = "invalid_request"
+    INVALID_PATH = "invalid_path"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    UNAUTHENTICATED = "unauthenticated"
+    NOT_FOUND = "not_found"
+    REVISION_CONFLICT = "revision_conflict"
+    TASK_ALREADY_CLAIMED = "task_already_claimed"
+    ATTEMPT_NOT_ACTIVE = "attempt_not_active"
+    BLOB_MISSING = "blob_missing"
+    UNKNOWN_CHECKER = "unknown_checker"
+    SIGNATURE_INVALID = "signature_invalid"
+    VERIFIER_NOT_ADMITTED = "verifier_not_admitted"
+    CONFLICT = "conflict"
+    TOO_MANY_STREAMS = "too_many_streams"
+    OVERLOADED = "overloaded"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    INTERNAL_ERROR = "internal_error"
+    COMPLETION_REJECTED = "completion_rejected"
+    UNTRUSTED_RESPONSE = "untrusted_response"
+    UNREACHABLE = "unreachable"
+
+
+# Every code but the predicates' (kept for callers that want plain strings).
+OTHER_REASONS: tuple[str, ...] = tuple(r.value for r in ErrorReason)

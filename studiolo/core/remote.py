@@ -23,7 +23,13 @@ from urllib.parse import urlsplit
 
 from studiolo.core.quiescence import TaskState
 
+# Studiolo's A2A artifact-manifest extension: served by the A2A face, required of a remote.
+MANIFEST_EXTENSION = "https://studiolo.dev/a2a/extensions/artifact-manifest/v1"
+MANIFEST_ID = "artifact-manifest"
+
 __all__ = [
+    "MANIFEST_EXTENSION",
+    "MANIFEST_ID",
     "TRANSITIONS",
     "RemoteDelegation",
     "RemoteFile",

@@ -1,8 +1,9 @@
 """Serving the projection: the projector runs for the app's lifetime, and `git clone`
-reads the repositories through git's own `git http-backend` (the smart HTTP read side only)
-under `/git/<project>.git`. Authentication is the bearer token, sent as a header
-(`http.extraHeader`) or as the password of HTTP Basic; only principals who may read the
-whole project may clone (docs/git.md, "Reading")."""
+reads the repositories through git's own `git http-backend` under `/git/<project>.git`;
+a push goes through the same program into a quarantine whose hook asks the door (push.py).
+Authentication is the bearer token, sent as a header (`http.extraHeader`) or as the
+password of HTTP Basic; only principals who may read the whole project may clone or push
+(docs/git.md, "Reading", "Writing through git")."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pygit2
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -25,14 +27,16 @@ from starlette.routing import Route
 from studiolo._exceptions import StudioloError
 from studiolo.core.model import Principal
 from studiolo.git.projector import Projector, repository_path
+from studiolo.git.push import quarantine
+from studiolo.git.receive import Receiver
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 from studiolo.store import Tx
 
 __all__ = ["mount_git"]
 
-_SERVICES = {"git-upload-pack"}  # the read side: receive-pack (push) is refused
-_PATHS = re.compile(r"^(info/refs|git-upload-pack|HEAD)$")
+_SERVICES = {"git-upload-pack", "git-receive-pack"}  # a push goes to a quarantine (push.py)
+_PATHS = re.compile(r"^(info/refs|git-upload-pack|git-receive-pack|HEAD)$")
 _MAX_BODY = 16 * 1024 * 1024
 _BASIC = {"WWW-Authenticate": 'Basic realm="studiolo"'}
 
@@ -106,7 +110,7 @@ async def _serve(request: Request, door: Coordinator, projector: Projector, root
         or not _PATHS.match(rest)
         or (rest == "info/refs" and service not in _SERVICES)
     ):
-        return PlainTextResponse("this service serves clones and fetches only\n", status_code=403)
+        return PlainTextResponse("this service serves git's smart HTTP protocol only\n", status_code=403)
     project_id = name.removesuffix(".git")
     token = _token(request)
     if token is None:
@@ -126,7 +130,30 @@ async def _serve(request: Request, door: Coordinator, projector: Projector, root
     body = await request.body()
     if len(body) > _MAX_BODY:
         return PlainTextResponse("request too large\n", status_code=413)
-    return await run_in_threadpool(_backend, request, root, f"/{name}/{rest}", body, caller)
+    path = f"/{name}/{rest}"
+    if rest == "git-receive-pack" or service == "git-receive-pack":
+        return await run_in_threadpool(_receive, request, door, projector, project_id, path, body, caller)
+    return await run_in_threadpool(_backend, request, root, path, body, caller)
+
+
+def _receive(
+    request: Request,
+    door: Coordinator,
+    projector: Projector,
+    project_id: str,
+    path: str,
+    body: bytes,
+    caller: Principal,
+) -> Response:
+    """A push, into a throwaway repository whose hook asks the door (push.py)."""
+
+    def published() -> pygit2.Repository:
+        projector.publish(project_id)  # the head a push is checked against is the ledger's latest
+        return projector.repo(project_id).repo
+
+    receiver = Receiver(door, caller, project_id, published)
+    with quarantine(repository_path(projector.root, project_id), receiver.receive, _MAX_BODY) as root:
+        return _backend(request, root, path, body, caller)
 
 
 def _backend(request: Request, root: Path, path: str, body: bytes, caller: Principal) -> Response:

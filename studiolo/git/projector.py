@@ -86,14 +86,19 @@ class Projector:
         checkpoint_every: float = 60.0,
         batch: int = 200,
         clock: Callable[[], float] = time.time,
+        on_published: Callable[[str, int], None] | None = None,
     ) -> None:
         self.store, self.root, self.interval, self.batch = store, root, interval, batch
         self.checkpoint_every, self.clock = checkpoint_every, clock
+        self.on_published = on_published  # (project, version) after the branch moved (bench/git.py)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one pass at a time in this process
         self._checkpointed: dict[str, float] = {}
+        self._dirty: set[str] = set()  # projects whose log grew since the last pass (`poke`)
+        self._dirty_lock = threading.Lock()
+        self._listening = False
         self.mirrors = Mirrors()
         self.lagged: Callable[[float], None] | None = None  # told each commit's publication lag (s)
 
@@ -131,9 +136,10 @@ class Projector:
         notes_tip, noted = repo.tip(NOTES)
         notes = notes_tip
         tip = head
-        for pub in pubs:
-            tip = self._commit(repo, tip, pub, inputs)
-            notes = self._note(repo, notes, noted, tip, pub, inputs)
+        with repo.batch():  # the pass's objects in one pack, written before any ref moves
+            for pub in pubs:
+                tip = self._commit(repo, tip, pub, inputs)
+                notes = self._note(repo, notes, noted, tip, pub, inputs)
         if notes is not None and notes != notes_tip:
             repo.advance(NOTES, notes_tip, notes)  # notes first: they name commits the branch will hold
         assert tip is not None
@@ -142,6 +148,8 @@ class Projector:
             now = self.clock()
             for pub in pubs:
                 self.lagged(now - pub.at)
+        if self.on_published is not None:
+            self.on_published(project_id, pubs[-1].version)
         return len(pubs)
 
     def _exists(self, project_id: str) -> bool:
@@ -212,13 +220,22 @@ class Projector:
             return None  # another pass wrote one meanwhile
         return new
 
-    # the timer -------------------------------------------------------------------
+    # the timer and the wake ---------------------------------------------------------
     def start(self) -> None:
-        """Replay every project's log now (recovery), then on a timer and when `poke`d."""
+        """Replay every project's log now (recovery), then publish a project as soon as a
+        write logs a change of it (the store's `on_publication` wakes the thread), and every
+        project on the timer (recovery, checkpoints, mirrors)."""
+        if not self._listening:
+            self.store.on_publication(self.poke)
+            self._listening = True
+        self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="studiolo-git-projector", daemon=True)
         self._thread.start()
 
-    def poke(self) -> None:
+    def poke(self, project_id: str | None = None) -> None:
+        """Wake the thread: to publish `project_id`, or (None) for a pass over every project."""
+        with self._dirty_lock:
+            self._dirty.add(project_id or "")
         self._wake.set()
 
     def stop(self) -> None:
@@ -229,13 +246,21 @@ class Projector:
 
     def _loop(self) -> None:
         yield_cpu()
+        due = 0.0  # the next pass over every project (time.monotonic)
         while not self._stop.is_set():
+            with self._dirty_lock:
+                dirty, self._dirty = self._dirty, set()
             try:
-                self.run_once()
+                if "" in dirty or time.monotonic() >= due:
+                    due = time.monotonic() + self.interval
+                    self.run_once()
+                else:
+                    for project_id in sorted(dirty):
+                        self.publish(project_id)
             except Exception:
                 log.exception("git projection failed; retrying")
-            self._wake.wait(self.interval)
-            self._wake.clear()
+            self._wake.wait(max(0.0, due - time.monotonic()))
+            self._wake.clear()  # a poke after this sets it again: nothing is missed
 
 
 NICENESS = 5  # the projector's thread gives the CPU to the request path when both want it

@@ -5,7 +5,8 @@ give the same ids."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pygit2.enums import FileMode as GitMode
 
 from studiolo.core.model import FileMode
 from studiolo.git.message import COMMITTER, version_of
+from studiolo.git.objects import Batch, Entries, consolidate
 
 __all__ = ["BRANCH", "CHECKPOINTS", "NOTES", "Change", "GitRepo", "PathConflict", "RefMoved"]
 
@@ -54,6 +56,7 @@ class GitRepo:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+        self._batch: Batch | None = None
 
     # reading -----------------------------------------------------------------
     def tip(self, ref: str) -> tuple[pygit2.Oid | None, int]:
@@ -68,6 +71,8 @@ class GitRepo:
     def tree_of(self, commit: pygit2.Oid | None) -> pygit2.Oid | None:
         if commit is None:
             return None
+        if self._batch is not None:
+            return pygit2.Oid(raw=self._batch.tree_of(commit.raw))
         found = self.repo[commit]
         assert isinstance(found, pygit2.Commit)
         return found.tree_id
@@ -94,11 +99,29 @@ class GitRepo:
                 out[path] = (blob.data, mode)
 
     # writing objects ------------------------------------------------------------
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Objects written inside are made in memory and, on leaving without an error,
+        written as one pack (objects.py) before any ref may name them."""
+        self._batch = batch = Batch(self.repo)
+        try:
+            yield
+            pack_dir = self.path / "objects" / "pack"
+            if batch.write(pack_dir) is not None:
+                consolidate(self.repo, pack_dir)
+        finally:
+            self._batch = None
+
     def blob(self, data: bytes) -> pygit2.Oid:
+        if self._batch is not None:
+            return pygit2.Oid(raw=self._batch.add(b"blob", data))
         return self.repo.create_blob(data)
 
     def apply(self, tree: pygit2.Oid | None, changes: Mapping[str, Change | None]) -> pygit2.Oid:
         """The tree after `changes`: only the trees on a changed path are written."""
+        if self._batch is not None:
+            made = _apply_entries(self._batch, tree.raw if tree is not None else None, changes)
+            return pygit2.Oid(raw=made if made is not None else self._batch.tree({}))
         new = self._apply(tree, changes)
         return new if new is not None else self.repo.TreeBuilder().write()
 
@@ -139,6 +162,15 @@ class GitRepo:
         message: str,
     ) -> pygit2.Oid:
         """A commit object (no ref moves): author and committer times are `at`, UTC."""
+        if self._batch is not None:
+            made = self._batch.commit(
+                tree.raw,
+                parent.raw if parent is not None else None,
+                _signed(author, at),
+                _signed(COMMITTER, at),
+                message.encode(),
+            )
+            return pygit2.Oid(raw=made)
         parents = [parent] if parent is not None else []
         return self.repo.create_commit(
             None, _signature(author, at), _signature(COMMITTER, at), message, tree, parents
@@ -175,3 +207,39 @@ class GitRepo:
             return str(self.repo.lookup_note(str(commit), NOTES).message)
         except KeyError:
             return None
+
+
+def _signed(who: tuple[str, str], at: float) -> bytes:
+    """A signature line as libgit2 writes it (names are already one line, no angle brackets)."""
+    return f"{who[0]} <{who[1]}> {int(at)} +0000".encode()
+
+
+def _apply_entries(batch: Batch, tree: bytes | None, changes: Mapping[str, Change | None]) -> bytes | None:
+    """`GitRepo._apply` on a batch: the same trees, made in memory."""
+    entries: Entries = batch.entries(tree) if tree is not None else {}
+    below: dict[str, dict[str, Change | None]] = {}
+    for path, change in sorted(changes.items()):
+        name, sep, rest = path.partition("/")
+        if sep:
+            below.setdefault(name, {})[rest] = change
+            continue
+        key = name.encode()
+        existing = entries.get(key)
+        if name in below or (existing is not None and existing[0] == GitMode.TREE):
+            raise PathConflict(f"{path!r} is both a file and a directory")
+        if change is None:
+            entries.pop(key, None)
+            continue
+        kept = existing[0] if existing is not None else int(GitMode.BLOB)
+        entries[key] = (int(_MODES[change.mode]) if change.mode else kept, change.blob.raw)
+    for name, inner in below.items():
+        key = name.encode()
+        existing = entries.get(key)
+        if existing is not None and existing[0] in _BLOBS:
+            raise PathConflict(f"{name!r} is both a file and a directory")
+        sub = _apply_entries(batch, existing[1] if existing is not None else None, inner)
+        if sub is not None:
+            entries[key] = (int(GitMode.TREE), sub)
+        elif existing is not None:
+            del entries[key]
+    return batch.tree(entries) if entries else None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from studiolo._exceptions import NotFound
 from studiolo.core.model import Action, Principal
+from studiolo.core.reasons import ErrorReason
 from studiolo.git.mirrors import Mirror, Mirrors, check_url
 from studiolo.git.projector import repository_path
 from studiolo.git.repository import BRANCH, CHECKPOINTS, NOTES, GitRepo
@@ -34,7 +35,9 @@ class GitStatus:
 def git_status(door: Coordinator, caller: Principal, project_id: str, root: Path | None) -> GitStatus:
     """The branch against the ledger, for a caller who may read the project."""
     if root is None:
-        raise NotFound("this service publishes no git repositories (docs/git.md)", reason="not_found")
+        raise NotFound(
+            "this service publishes no git repositories (docs/git.md)", reason=ErrorReason.NOT_FOUND
+        )
     path = repository_path(root, project_id)
     repo = GitRepo(path) if (path / "HEAD").is_file() else None
     tip, published = repo.tip(BRANCH) if repo else (None, 0)

@@ -117,7 +117,7 @@ class Door:
     def shown_task(self, tx: Tx, caller: Principal, task_id: str, task: Task | None) -> Task:
         """`visible_task` with the task already read (None: there is none)."""
         if task is None or not self.may_read_task(tx, caller, task):
-            raise NotFound(f"task {task_id} not found", reason="task_not_found")
+            raise NotFound(f"task {task_id} not found", reason=Reason.TASK_NOT_FOUND)
         return task
 
     def may_read_task(self, tx: Tx, caller: Principal, task: Task) -> bool:

@@ -12,6 +12,7 @@ from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFou
 from studiolo.core.intake import Delegation, IntakeTemplate
 from studiolo.core.model import Action, Principal, Task, TaskStatus
 from studiolo.core.paths import matches_any
+from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.keys import ServiceKey
 from studiolo.service.admin import _name, _scope
 from studiolo.service.views import TaskView, ViewOps
@@ -115,7 +116,7 @@ class A2AOps(WorkOps, ViewOps):
             if project_id is None or not self._delegator(tx, caller, project_id):
                 raise NotAuthorized(f"{caller.name} holds no live delegate grant")
             if tx.a2a.delegation(q.a2a_id) is not None:
-                raise Conflict(f"A2A task {q.a2a_id} exists", reason="request_id_conflict")
+                raise Conflict(f"A2A task {q.a2a_id} exists", reason=ErrorReason.REQUEST_ID_CONFLICT)
             template, refused = self._template(tx, caller, project_id, q)
             task = None
             if template is not None:
@@ -166,7 +167,7 @@ class A2AOps(WorkOps, ViewOps):
             task = tx.work.task(d.task_id) if d.task_id else None
             if task is None or not task.active:
                 state = task.status.value if task else "refused"
-                raise Conflict(f"task is {state}", reason="task_not_active")
+                raise Conflict(f"task is {state}", reason=Reason.TASK_NOT_ACTIVE)
             tx.work.update_task(task.id, status=TaskStatus.CANCELLED)
             self.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason="a2a", a2a=d.id)
             return self._delegated(tx, d)
@@ -185,7 +186,7 @@ class A2AOps(WorkOps, ViewOps):
             own = d.requester_id == caller.id and self._delegator(tx, caller, d.project_id)
             if own or self.can(tx, caller, d.project_id, Action.ADMIN):
                 return d
-        raise NotFound(f"task {str(a2a_id)[:_MAX_ID]} not found", reason="task_not_found")
+        raise NotFound(f"task {str(a2a_id)[:_MAX_ID]} not found", reason=Reason.TASK_NOT_FOUND)
 
     def _template(
         self, tx: Tx, caller: Principal, project_id: str, q: DelegationRequest

@@ -21,6 +21,7 @@ from studiolo.core.model import (
     Project,
 )
 from studiolo.core.paths import normalize_path
+from studiolo.core.reasons import ErrorReason
 from studiolo.keys import ServiceKey, parse_public_key, public_jwk
 from studiolo.service._door import Door
 from studiolo.service._ids import check_id, hash_token
@@ -203,7 +204,7 @@ class AdminOps(Door):
 
         def run(tx: Tx) -> Project:
             if tx.access.project_by_name(_name(name, "project name")) is not None:
-                raise Conflict(f"project {name!r} exists", reason="conflict")
+                raise Conflict(f"project {name!r} exists", reason=ErrorReason.CONFLICT)
             project = Project(self.ids.new("prj"), name, tx.now)
             tx.access.add_project(project)
             self.audit(tx, project.id, "project.created", caller, project.id, name=name)
@@ -452,6 +453,6 @@ class AdminOps(Door):
         if p.kind is not PrincipalKind.VERIFIER or not p.public_key:
             raise InvalidRequest(
                 f"{p.name} is not a verifier with a registered public key",
-                reason="verifier_not_admitted",
+                reason=ErrorReason.VERIFIER_NOT_ADMITTED,
             )
         return p.id

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from studiolo._exceptions import CompletionRejected, Conflict, InvalidRequest
+from studiolo.core import limits
 from studiolo.core.model import (
     Action,
     Attempt,
@@ -18,6 +19,7 @@ from studiolo.core.model import (
     Task,
 )
 from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict, evaluate
+from studiolo.core.reasons import ErrorReason
 from studiolo.core.refusal import explain
 from studiolo.core.refusal_view import for_audit, for_reader, named_paths
 from studiolo.service._door import Door
@@ -29,7 +31,6 @@ from studiolo.store.work import Subjects, task_and_candidate
 
 __all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
 
-_MAX_EVIDENCE = 100
 
 # trust, declared revisions, the candidate's paths' revisions now (what publishing moves),
 # the paths publishing would make both a file and a directory
@@ -76,17 +77,17 @@ def make_request(
     evidence: Iterable[str],
 ) -> CompletionRequest:
     """Validate the shape of a completion request (its truth is the predicate's business)."""
-    if not isinstance(request_id, str) or not 1 <= len(request_id) <= 200:
-        raise InvalidRequest("request_id is a string of 1 to 200 characters")
+    if not isinstance(request_id, str) or not 1 <= len(request_id) <= limits.REQUEST_ID:
+        raise InvalidRequest(f"request_id is a string of 1 to {limits.REQUEST_ID} characters")
     if not request_id.isprintable():
         raise InvalidRequest("request_id must be printable")
     if not isinstance(fence, int) or isinstance(fence, bool) or fence < 0:
         raise InvalidRequest("fence is a non-negative integer")
-    if not isinstance(contract_hash, str) or len(contract_hash) > 100:
+    if not isinstance(contract_hash, str) or len(contract_hash) > limits.CONTRACT_HASH:
         raise InvalidRequest("contract_hash is a sha256 digest")
     ev = tuple(evidence)
-    if len(ev) > _MAX_EVIDENCE:
-        raise InvalidRequest(f"at most {_MAX_EVIDENCE} receipts may be cited")
+    if len(ev) > limits.EVIDENCE:
+        raise InvalidRequest(f"at most {limits.EVIDENCE} receipts may be cited")
     return CompletionRequest(
         request_id=request_id,
         task_id=check_id(task_id, "task id"),
@@ -182,7 +183,7 @@ class CompletionOps(Door):
         if not same:
             raise Conflict(
                 f"request id {q.request_id!r} was used for a different request",
-                reason="request_id_conflict",
+                reason=ErrorReason.REQUEST_ID_CONFLICT,
             )
         return CompletionOutcome(prior, replay=True)
 

@@ -18,6 +18,7 @@ from studiolo.core.model import (
     Principal,
 )
 from studiolo.core.paths import matches_any, normalize_path, normalize_prefix
+from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.service._door import Door
 from studiolo.service._ids import check_id
 from studiolo.service.evidence import request_verification
@@ -93,7 +94,7 @@ class ContentOps(Door):
 
         data = self.store.read(run)
         if data is None:
-            raise NotFound(f"blob {digest} not found", reason="blob_missing")
+            raise NotFound(f"blob {digest} not found", reason=ErrorReason.BLOB_MISSING)
         return data
 
     def collect_garbage(self, caller: Principal, older_than: float = 3600.0) -> int:
@@ -197,7 +198,9 @@ class ContentOps(Door):
             self.require(tx, caller, project_id, Action.WRITE, norm)
             current = tx.content.revisions(project_id, [norm])[norm]
             if current != base:
-                raise Conflict(f"{norm} is at revision {current}, not {base}", reason="revision_conflict")
+                raise Conflict(
+                    f"{norm} is at revision {current}, not {base}", reason=ErrorReason.REVISION_CONFLICT
+                )
             if digest is not None:
                 self._require_blobs(tx, caller, project_id, [digest])
                 self._require_one_kind(tx, caller, project_id, {norm: digest})
@@ -232,13 +235,15 @@ class ContentOps(Door):
                 raise NotFound(f"attempt {attempt_id} not found")
             attempt, task = found
             if attempt.principal_id != caller.id:
-                raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
+                raise Conflict(
+                    "the attempt belongs to another principal", reason=Reason.CALLER_NOT_ATTEMPT_OWNER
+                )
             if attempt.status is not AttemptStatus.ACTIVE or task.current_attempt_id != attempt.id:
-                raise Conflict("the attempt is no longer current", reason="attempt_not_active")
+                raise Conflict("the attempt is no longer current", reason=ErrorReason.ATTEMPT_NOT_ACTIVE)
             outside = sorted(p for p in files if not matches_any(task.contract.scope, p))
             if outside:
                 # Refused before any verifier sees it: no checker ever runs out-of-scope bytes.
-                raise Conflict(f"outside the task's scope: {outside[:5]}", reason="scope_violation")
+                raise Conflict(f"outside the task's scope: {outside[:5]}", reason=Reason.SCOPE_VIOLATION)
             self._require_blobs(tx, caller, task.project_id, [d for d in files.values() if d])
             self._require_one_kind(tx, caller, task.project_id, files)
             cand = Candidate(
@@ -281,7 +286,9 @@ class ContentOps(Door):
         absent, unreadable = tx.content.blob_gaps(None if caller.is_service_admin else project_id, digests)
         missing = set(absent) | set(unreadable)
         if missing:
-            raise InvalidRequest(f"blobs not uploaded: {sorted(missing)[:5]}", reason="blob_missing")
+            raise InvalidRequest(
+                f"blobs not uploaded: {sorted(missing)[:5]}", reason=ErrorReason.BLOB_MISSING
+            )
 
     def _require_one_kind(
         self, tx: Tx, caller: Principal, project_id: str, files: Mapping[str, str | None]
@@ -299,7 +306,7 @@ class ContentOps(Door):
             for p in (above, below)
         ]
         detail = f"{shown[0]} would be a file and also the directory of {shown[1]}"
-        raise Conflict(detail, reason="path_conflict")
+        raise Conflict(detail, reason=Reason.PATH_CONFLICT)
 
     def _files(self, raw: Mapping[str, str | None]) -> dict[str, str | None]:
         if not isinstance(raw, Mapping) or not raw:

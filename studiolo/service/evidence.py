@@ -23,6 +23,7 @@ from studiolo.core.model import (
     Task,
     TaskStatus,
 )
+from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.core.trust import link_id, receipt_id_of
 from studiolo.keys import key_id, verify
 from studiolo.service._door import Door
@@ -94,7 +95,8 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
             raise InvalidRequest(f"receipt {key} must be a short string")
     if not isinstance(signature, str) or not _SIGNATURE_RE.match(signature):
         raise InvalidRequest(
-            "a receipt needs an Ed25519 signature: 86 base64url characters", reason="signature_invalid"
+            "a receipt needs an Ed25519 signature: 86 base64url characters",
+            reason=ErrorReason.SIGNATURE_INVALID,
         )
     rid = receipt_id_of(body, signature)
     return Receipt.from_signed(body, signature, id=rid, project_id=project_id, candidate_id=cand_id)
@@ -112,7 +114,7 @@ class EvidenceOps(Door):
             kid = self._admit(tx, caller, task, receipt)
             self._check_binding(cand, task, receipt)
             if receipt.log_digest is not None and not tx.content.has_blob(receipt.log_digest):
-                raise InvalidRequest("upload the log before the receipt", reason="blob_missing")
+                raise InvalidRequest("upload the log before the receipt", reason=ErrorReason.BLOB_MISSING)
             if tx.evidence.receipt(receipt.id) is None:
                 tx.evidence.add_receipt(receipt, tx.now, kid)
                 self.audit(
@@ -137,19 +139,21 @@ class EvidenceOps(Door):
         """Check the caller may post `r`, and its signature; the kid of the key that verified it."""
         if caller.kind is not PrincipalKind.VERIFIER or r.issuer_id != caller.id:
             raise NotAuthorized(
-                "only the issuing verifier posts its receipts", reason="verifier_not_admitted"
+                "only the issuing verifier posts its receipts", reason=ErrorReason.VERIFIER_NOT_ADMITTED
             )
         self.require(tx, caller, task.project_id, Action.VERIFY)
         name, _, version = r.checker.partition("@")
         checker = tx.access.checker(task.project_id, name, version)
         if checker is None:
-            raise InvalidRequest(f"checker {r.checker!r} is not admitted", reason="unknown_checker")
+            raise InvalidRequest(f"checker {r.checker!r} is not admitted", reason=ErrorReason.UNKNOWN_CHECKER)
         if caller.id not in checker.verifiers:
             raise NotAuthorized(
-                f"{caller.name} is not admitted for {r.checker}", reason="verifier_not_admitted"
+                f"{caller.name} is not admitted for {r.checker}", reason=ErrorReason.VERIFIER_NOT_ADMITTED
             )
         if not caller.public_key or not verify(caller.public_key, r.signed_body(), r.signature):
-            raise InvalidRequest("the receipt signature does not verify", reason="signature_invalid")
+            raise InvalidRequest(
+                "the receipt signature does not verify", reason=ErrorReason.SIGNATURE_INVALID
+            )
         return key_id(caller.public_key)
 
     @staticmethod
@@ -163,13 +167,13 @@ class EvidenceOps(Door):
         ):
             raise InvalidRequest(
                 "the receipt's bindings do not describe this candidate under the task's contract",
-                reason="evidence_not_bound",
+                reason=Reason.EVIDENCE_NOT_BOUND,
             )
         wanted = {c.id: c.checker for c in task.contract.criteria}
         if wanted.get(r.criterion) != r.checker:
             raise InvalidRequest(
                 f"the contract has no criterion {r.criterion!r} checked by {r.checker}",
-                reason="evidence_not_bound",
+                reason=Reason.EVIDENCE_NOT_BOUND,
             )
 
     # reuse -------------------------------------------------------------------
@@ -222,21 +226,27 @@ class EvidenceOps(Door):
         if source is None or source.project_id != task.project_id:
             raise NotFound(f"receipt {receipt_id} not found")
         if source.reused:
-            raise InvalidRequest("link the original receipt, not another link", reason="evidence_not_bound")
+            raise InvalidRequest(
+                "link the original receipt, not another link", reason=Reason.EVIDENCE_NOT_BOUND
+            )
         wanted = {c.id: c.checker for c in task.contract.criteria}
         same = (source.candidate_digest, source.dependency_digest) == (cand.digest, cand.dependency_digest)
         if not same or wanted.get(source.criterion) != source.checker:
             raise InvalidRequest(
                 "reuse needs the same criterion, checker version, candidate digest and dependency digest",
-                reason="evidence_not_bound",
+                reason=Reason.EVIDENCE_NOT_BOUND,
             )
         name, _, version = source.checker.partition("@")
         checker = tx.access.checker(task.project_id, name, version)
         issuer = tx.access.principal(source.issuer_id)
         if checker is None or issuer is None or issuer.id not in checker.verifiers:
-            raise NotAuthorized("the receipt's issuer is no longer admitted", reason="verifier_not_admitted")
+            raise NotAuthorized(
+                "the receipt's issuer is no longer admitted", reason=ErrorReason.VERIFIER_NOT_ADMITTED
+            )
         if not issuer.public_key or not verify(issuer.public_key, source.signed_body(), source.signature):
-            raise InvalidRequest("the receipt signature does not verify", reason="signature_invalid")
+            raise InvalidRequest(
+                "the receipt signature does not verify", reason=ErrorReason.SIGNATURE_INVALID
+            )
         return source, key_id(issuer.public_key)
 
     # reads -------------------------------------------------------------------

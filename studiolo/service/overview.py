@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from studiolo.core.facts import Fact
+from studiolo.core.lease import is_live, lease_holds
 from studiolo.core.model import AttemptStatus, Task, TaskStatus
 from studiolo.service.views import TaskView
 
@@ -93,10 +94,7 @@ def next_lapse(views: Iterable[TaskView], now: float, incarnation: str) -> float
         a.lease_deadline
         for v in views
         for a in v.attempts
-        if a.id == v.task.current_attempt_id
-        and a.status is AttemptStatus.ACTIVE
-        and a.incarnation == incarnation
-        and now < a.lease_deadline
+        if a.id == v.task.current_attempt_id and is_live(a, incarnation, now)
     )
     return min(live, default=math.inf)
 
@@ -154,10 +152,7 @@ def _refused_since_last_candidate(view: TaskView) -> bool:
 
 def _lease_ran_out(view: TaskView, now: float, incarnation: str) -> bool:
     held = [a for a in view.attempts if a.id == view.task.current_attempt_id]
-    return any(
-        a.status is AttemptStatus.ACTIVE and (a.incarnation != incarnation or now >= a.lease_deadline)
-        for a in held
-    )
+    return any(a.status is AttemptStatus.ACTIVE and not lease_holds(a, incarnation, now) for a in held)
 
 
 def tally(rows: Iterable[TaskRow]) -> Tally:

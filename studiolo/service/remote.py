@@ -1,7 +1,7 @@
 """Delegating a task to a remote A2A agent (docs/a2a.md, "Delegating to a remote agent"):
 trust anchors per remote organisation, the delegation itself, and its reads. The wait that
 follows is `studiolo.service.remote_wait`; the requester worker
-(`studiolo.faces.a2a.requester`) does the I/O.
+(`studiolo.workers.a2a.requester`) does the I/O.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound
 from studiolo.core.model import Action, Checker, Grant, Principal, PrincipalKind, Task
 from studiolo.core.paths import matches_any, normalize_prefix
+from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.core.remote import RemoteDelegation, RemoteOrg, RemoteState, parse_origins
 from studiolo.keys import ServiceKey, parse_public_key
 from studiolo.service.admin import AdminOps, _name
@@ -73,7 +74,7 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             self.require_project(tx, caller, project_id)
             self.require(tx, caller, project_id, Action.ADMIN)
             if tx.remote.org_by_name(project_id, org_name) is not None:
-                raise Conflict(f"remote organisation {org_name!r} exists", reason="conflict")
+                raise Conflict(f"remote organisation {org_name!r} exists", reason=ErrorReason.CONFLICT)
             attest = ServiceKey.generate()
             agent = self._principal(tx, caller, project_id, f"a2a-{org_name}", PrincipalKind.AGENT, None)
             manifest = f"a2a-{org_name}-manifest"
@@ -131,7 +132,9 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             project_id, f"a2a-{org_name}", "1", "a2a-manifest", {"org": org_name}, frozenset({verifier_id})
         )
         if tx.access.checker(project_id, c.name, c.version) is not None:
-            raise Conflict(f"checker {c.ref} exists: choose another organisation name", reason="conflict")
+            raise Conflict(
+                f"checker {c.ref} exists: choose another organisation name", reason=ErrorReason.CONFLICT
+            )
         tx.access.put_checker(c, tx.now, replace=False)
         self.audit(tx, project_id, "checker.admitted", caller, c.ref, kind=c.kind, verifiers=[verifier_id])
         return c.ref
@@ -241,7 +244,7 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             task, org = self._delegable_org(tx, caller, task_id, org_name)
             if card_kid not in org.keys:
                 raise NotAuthorized(
-                    "the agent card is not signed by a pinned key", reason="signature_invalid"
+                    "the agent card is not signed by a pinned key", reason=ErrorReason.SIGNATURE_INVALID
                 )
             self._check_delegable(tx, task, org)
             agent = tx.access.principal(org.agent_id)
@@ -275,16 +278,16 @@ class RemoteOps(AdminOps, RemoteWaitOps):
 
     def _check_delegable(self, tx: Tx, task: Task, org: RemoteOrg) -> None:
         if not task.active:
-            raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+            raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
         current = tx.work.attempt(task.current_attempt_id) if task.current_attempt_id else None
         if current is not None and self._live(tx, current):
-            raise Conflict("the task has a live attempt", reason="task_already_claimed")
+            raise Conflict("the task has a live attempt", reason=ErrorReason.TASK_ALREADY_CLAIMED)
         if not matches_any(task.contract.scope, f"{org.target}dlg_x/artifact"):
             raise InvalidRequest(f"the task's scope does not cover the organisation's directory {org.target}")
         if any(c.checker != org.checker for c in task.contract.criteria):
             raise InvalidRequest(f"every criterion of the task's contract must be checked by {org.checker}")
         if any(not d.state.final for d in tx.remote.delegations(task_id=task.id)):
-            raise Conflict("the task is already delegated", reason="conflict")
+            raise Conflict("the task is already delegated", reason=ErrorReason.CONFLICT)
 
     # reads --------------------------------------------------------------------------
     def remote_delegation(self, caller: Principal, dlg_id: str) -> RemoteDelegation:

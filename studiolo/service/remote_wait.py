@@ -23,6 +23,7 @@ from studiolo.core.model import (
     TaskStatus,
 )
 from studiolo.core.quiescence import TaskState
+from studiolo.core.reasons import ErrorReason
 from studiolo.core.remote import (
     RemoteDelegation,
     RemoteFile,
@@ -171,7 +172,9 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             if not self.can(tx, caller, d.project_id, Action.ADMIN):
                 raise NotFound(f"delegation {dlg_id} not found")
             if d.state is not _S.INDETERMINATE:
-                raise Conflict(f"the delegation is {d.state.value}, not indeterminate", reason="conflict")
+                raise Conflict(
+                    f"the delegation is {d.state.value}, not indeterminate", reason=ErrorReason.CONFLICT
+                )
             self.audit(tx, d.project_id, "a2a.remote.reviewed", caller, d.id, decision=decision, note=note)
             if decision == "reject":
                 return self._transition(tx, d, _S.REJECTED, caller, reason=note or "rejected by an operator")
@@ -202,7 +205,8 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             d = self._delegation(tx, dlg_id)
             if only_from is not None and d.state is not only_from:
                 raise Conflict(
-                    f"delegation {d.id} is {d.state.value}, not {only_from.value}", reason="conflict"
+                    f"delegation {d.id} is {d.state.value}, not {only_from.value}",
+                    reason=ErrorReason.CONFLICT,
                 )
             if dst is _S.AWAITING:
                 changes["since"] = tx.now
@@ -230,7 +234,8 @@ class RemoteWaitOps(WorkOps, CompletionOps):
     ) -> RemoteDelegation:
         if not can_move(d.state, dst):
             raise Conflict(
-                f"delegation {d.id} is {d.state.value}: cannot become {dst.value}", reason="conflict"
+                f"delegation {d.id} is {d.state.value}: cannot become {dst.value}",
+                reason=ErrorReason.CONFLICT,
             )
         new = replace(d, state=dst, updated_at=tx.now, **changes)
         tx.remote.update_delegation(new)
@@ -290,7 +295,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
     ) -> RemoteDelegation:
         # The worker finalizes a wait; only an operator finalizes an indeterminate delegation.
         if d.state is not (_S.AWAITING if operator is None else _S.INDETERMINATE):
-            raise Conflict(f"delegation {d.id} is {d.state.value}", reason="conflict")
+            raise Conflict(f"delegation {d.id} is {d.state.value}", reason=ErrorReason.CONFLICT)
         if result.remote_state is not TaskState.COMPLETED:
             why = f"the remote task is {result.remote_state.value}, not completed"
             return self._transition(tx, d, _S.REFUSED, operator, reason=why)

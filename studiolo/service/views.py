@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from studiolo._exceptions import InvalidRequest, NotFound
 from studiolo.core.facts import Fact, TaskEvidence, strongest_fact
+from studiolo.core.lease import is_live
 from studiolo.core.model import (
     Action,
     Attempt,
@@ -215,7 +216,7 @@ class ViewOps(Door):
             tx.expect_clock()  # whether its lease is live
 
         def view() -> TaskView:
-            live = any(a.incarnation == tx.incarnation and tx.now < a.lease_deadline for a in held)
+            live = any(is_live(a, tx.incarnation, tx.now) for a in held)
             ev = TaskEvidence(
                 status=task.status,
                 has_live_attempt=live,

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound, StudioloError
+from studiolo.core import limits
+from studiolo.core.lease import is_live
 from studiolo.core.model import (
     Action,
     Attempt,
@@ -21,6 +23,7 @@ from studiolo.core.model import (
     TaskStatus,
 )
 from studiolo.core.paths import normalize_path
+from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.service._door import Door
 from studiolo.service._ids import check_id
 from studiolo.service.admin import _scope
@@ -54,12 +57,12 @@ class WorkOps(Door):
         """Create a task and pin its contract (the latest policy unless told otherwise).
         `separate_verdict` names criteria whose passing receipts must have been computed
         where the candidate's code never ran (docs/verifiers.md)."""
-        if not isinstance(title, str) or not title.strip() or len(title) > 300:
-            raise InvalidRequest("a task needs a title of at most 300 characters")
+        if not isinstance(title, str) or not title.strip() or len(title) > limits.TITLE:
+            raise InvalidRequest(f"a task needs a title of at most {limits.TITLE} characters")
         if _BIDI_CONTROL.search(title):
             raise InvalidRequest("a title may not hold bidirectional control characters (U+202A-E, U+2066-9)")
-        if not isinstance(description, str) or len(description) > 100_000:
-            raise InvalidRequest("description must be text of at most 100,000 characters")
+        if not isinstance(description, str) or len(description) > limits.DESCRIPTION:
+            raise InvalidRequest(f"description must be text of at most {limits.DESCRIPTION:,} characters")
         patterns = _scope(scope)
 
         def run(tx: Tx) -> Task:
@@ -123,10 +126,10 @@ class WorkOps(Door):
         known = {c.ref for c in tx.access.checkers(project_id)}
         crits = []
         for cid, ref in sorted(criteria.items()):
-            if not isinstance(cid, str) or not cid or len(cid) > 100:
+            if not isinstance(cid, str) or not cid or len(cid) > limits.CRITERION_ID:
                 raise InvalidRequest(f"invalid criterion id {cid!r}")
             if ref not in known:
-                raise InvalidRequest(f"checker {ref!r} is not admitted", reason="unknown_checker")
+                raise InvalidRequest(f"checker {ref!r} is not admitted", reason=ErrorReason.UNKNOWN_CHECKER)
             crits.append(Criterion(cid, ref, cid in separate))
         if policy_version is None:
             latest = tx.access.latest_policy(project_id)
@@ -151,7 +154,7 @@ class WorkOps(Door):
             task = self.visible_task(tx, caller, task_id)
             self.require(tx, caller, task.project_id, Action.ADMIN)
             if not task.active:
-                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+                raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
             tx.work.update_task(task.id, status=TaskStatus.CANCELLED)
             self.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason=reason)
             return tx.work.task(task.id) or task
@@ -174,7 +177,7 @@ class WorkOps(Door):
             task = self.visible_task(tx, caller, task_id)
             self.require(tx, caller, task.project_id, Action.ADMIN)
             if not task.active:
-                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+                raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
             old = task.contract
             crit = criteria if criteria is not None else {c.id: c.checker for c in old.criteria}
             patterns = _scope(scope) if scope is not None else old.scope
@@ -215,10 +218,10 @@ class WorkOps(Door):
             task = self.visible_task(tx, caller, task_id)
             self.require(tx, caller, task.project_id, Action.CLAIM)
             if not task.active:
-                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+                raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
             current = tx.work.attempt(task.current_attempt_id) if task.current_attempt_id else None
             if current is not None and self._live(tx, current):
-                raise Conflict("the task has a live attempt", reason="task_already_claimed")
+                raise Conflict("the task has a live attempt", reason=ErrorReason.TASK_ALREADY_CLAIMED)
             return self._start_attempt(tx, task, caller, caller, lease, "attempt.claimed")
 
         return self.write_about("task", task_id, run)
@@ -233,7 +236,7 @@ class WorkOps(Door):
             task = self.visible_task(tx, caller, task_id)
             self.require(tx, caller, task.project_id, Action.ADMIN)
             if not task.active:
-                raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+                raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
             target = tx.access.principal(check_id(principal_id, "principal id"))
             if target is None or target.project_id != task.project_id:
                 raise NotFound(f"principal {principal_id} not found in this project")
@@ -288,14 +291,14 @@ class WorkOps(Door):
             raise NotFound(f"attempt {attempt_id} not found")
         attempt, task = found
         if attempt.principal_id != caller.id:
-            raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
+            raise Conflict("the attempt belongs to another principal", reason=Reason.CALLER_NOT_ATTEMPT_OWNER)
         if not task.active:
-            raise Conflict(f"task is {task.status.value}", reason="task_not_active")
+            raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
         if not self._live(tx, attempt) or task.current_attempt_id != attempt.id:
-            raise Conflict("the attempt is no longer live", reason="attempt_not_active")
+            raise Conflict("the attempt is no longer live", reason=ErrorReason.ATTEMPT_NOT_ACTIVE)
         deadline = tx.now + lease
         if not tx.work.extend_lease(attempt, tx.now, deadline):
-            raise Conflict("the attempt is no longer live", reason="attempt_not_active")
+            raise Conflict("the attempt is no longer live", reason=ErrorReason.ATTEMPT_NOT_ACTIVE)
         return replace(attempt, lease_deadline=deadline)
 
     def release(self, caller: Principal, attempt_id: str) -> Attempt:
@@ -304,7 +307,9 @@ class WorkOps(Door):
         def run(tx: Tx) -> Attempt:
             attempt, task = self._own_attempt(tx, caller, attempt_id)
             if attempt.status is not AttemptStatus.ACTIVE or task.current_attempt_id != attempt.id:
-                raise Conflict("the attempt is not the task's current one", reason="attempt_not_active")
+                raise Conflict(
+                    "the attempt is not the task's current one", reason=ErrorReason.ATTEMPT_NOT_ACTIVE
+                )
             self._end_current_attempt(tx, task, AttemptStatus.RELEASED)
             tx.work.update_task(task.id, status=TaskStatus.OPEN, current_attempt_id=None)
             self.audit(tx, task.project_id, "attempt.released", caller, attempt.id, task=task.id)
@@ -324,8 +329,12 @@ class WorkOps(Door):
         """Leave references to authority for a successor (not a copy of the conversation)."""
         arts = {normalize_path(p): int(r) for p, r in artifacts.items()}
         obl = tuple(str(o) for o in obligations)
-        if len(notes) > 100_000 or len(obl) > 200:
-            raise InvalidRequest("handoff notes ≤ 100,000 characters and ≤ 200 obligations")
+        too_long = any(len(text) > limits.HANDOFF_NOTES for text in (notes, *obl))
+        if too_long or len(obl) > limits.OBLIGATIONS:
+            raise InvalidRequest(
+                f"handoff notes and obligations ≤ {limits.HANDOFF_NOTES:,} characters each,"
+                f" ≤ {limits.OBLIGATIONS} obligations"
+            )
 
         def run(tx: Tx) -> Handoff:
             attempt, task = self._own_attempt(tx, caller, attempt_id)
@@ -388,9 +397,7 @@ class WorkOps(Door):
 
     @staticmethod
     def _live(tx: Tx, a: Attempt) -> bool:
-        return (
-            a.status is AttemptStatus.ACTIVE and a.incarnation == tx.incarnation and tx.now < a.lease_deadline
-        )
+        return is_live(a, tx.incarnation, tx.now)
 
     def _readable_attempt(self, tx: Tx, caller: Principal, attempt_id: str) -> tuple[Attempt, Task]:
         attempt = tx.work.attempt(check_id(attempt_id, "attempt id"))
@@ -402,7 +409,7 @@ class WorkOps(Door):
     def _own_attempt(self, tx: Tx, caller: Principal, attempt_id: str) -> tuple[Attempt, Task]:
         attempt, task = self._readable_attempt(tx, caller, attempt_id)
         if attempt.principal_id != caller.id:
-            raise Conflict("the attempt belongs to another principal", reason="caller_not_attempt_owner")
+            raise Conflict("the attempt belongs to another principal", reason=Reason.CALLER_NOT_ATTEMPT_OWNER)
         return attempt, task
 
     def _lease(self, seconds: float | None) -> float:

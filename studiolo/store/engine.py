@@ -268,6 +268,7 @@ class Store:
         self.hooks = StoreHooks()  # what the store reports as it works (`studiolo.observe`)
         self.widenings = 0  # writes rerun under a wider gate
         self.regrouped = 0  # PostgreSQL groups run again write by write after a database error
+        self._on_publication: list[Callable[[str], None]] = []  # `on_publication`
 
     # schema ---------------------------------------------------------------------
     def upgrade(self, revision: str = "head") -> str:
@@ -298,6 +299,23 @@ class Store:
         lose it until the next durable commit. Only for writes whose loss is safe."""
         if getattr(self._writing, "active", False):
             raise RuntimeError("store.write inside store.write: one operation is one transaction")
+        if not self._on_publication:
+            return self._write_signalled(fn, gate)
+        appended: set[str] = set()
+        try:
+            return self._write_signalled(_noting_publications(fn, appended), gate)
+        finally:  # committed (or perhaps: a wake for nothing costs a projector one read)
+            for project_id in sorted(appended):
+                for listener in self._on_publication:
+                    listener(project_id)
+
+    def on_publication(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(project_id)` after each write that logged a change to the project's
+        artifacts (its publication log) returns: the git projector wakes on it instead of
+        polling. A listener runs on the writer's thread: it must only signal."""
+        self._on_publication.append(listener)
+
+    def _write_signalled(self, fn: Callable[[Tx], T], gate: Gate | None) -> T:
         appended: list[Event] = []
         fn = _noting_events(fn, appended)
         if self.auth_signal is None:
@@ -1092,6 +1110,17 @@ def _noting_revocations(fn: Callable[[Tx], T], revoked: list[bool]) -> Callable[
         finally:
             if tx.access.auth_changed:
                 revoked.append(True)
+
+    return volatile(run) if isinstance(fn, Volatile) else run
+
+
+def _noting_publications(fn: Callable[[Tx], T], appended: set[str]) -> Callable[[Tx], T]:
+    """`fn`, noting in `appended` the projects whose publication log it appended to."""
+
+    def run(tx: Tx) -> T:
+        out = fn(tx)
+        appended.update(tx.publications.appended)
+        return out
 
     return volatile(run) if isinstance(fn, Volatile) else run
 

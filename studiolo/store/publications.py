@@ -32,6 +32,7 @@ _EVENT = "SELECT hash FROM events WHERE seq = :v"
 class PublicationRepo:
     def __init__(self, conn: Connection) -> None:
         self._raw = Raw(conn)
+        self.appended: set[str] = set()  # projects this transaction logged a change of
 
     def append(
         self,
@@ -44,6 +45,7 @@ class PublicationRepo:
         meta: Mapping[str, Any],
     ) -> None:
         """Log one change (sent with the change's other writes; nothing waits for it)."""
+        self.appended.add(project_id)
         wire = {p: [d, m.value if m else None] for p, (d, m) in changes.items()}
         params = {"p": project_id, "v": version, "kind": kind, "actor": actor, "at": at}
         self._raw.send(_APPEND, params | {"changes": dumps(wire), "meta": dumps(dict(meta))})

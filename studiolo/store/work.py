@@ -24,7 +24,7 @@ from studiolo.store._json import dumps, loads
 from studiolo.store._raw import Raw, columns, driver_sql, in_list, in_params
 from studiolo.store.content import candidate_of
 
-__all__ = ["Subjects", "WorkRepo", "task_and_candidate"]
+__all__ = ["LIVE_ATTEMPT_SQL", "Subjects", "WorkRepo", "task_and_candidate"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 _INSERT_COMPLETION = insert(s.completions)
@@ -67,9 +67,13 @@ _ATTEMPTS_AND_TASKS = f"""
 SELECT {columns(s.attempts, "a")}, {columns(s.tasks, "t")}
   FROM attempts a JOIN tasks t ON t.id = a.task_id
  WHERE a.id """  # then `= :id`, or `IN (...)`
+# `core.lease.is_live` in SQL (tests/store/test_liveness.py checks that the two agree).
+LIVE_ATTEMPT_SQL = (
+    f"status = '{AttemptStatus.ACTIVE.value}' AND incarnation = :incarnation AND lease_deadline > :now"
+)
 _EXTEND_LEASE = (
     "UPDATE attempts SET lease_deadline = :deadline WHERE id = :id AND principal_id = :owner"
-    f" AND status = '{AttemptStatus.ACTIVE.value}' AND incarnation = :incarnation AND lease_deadline > :now"
+    f" AND {LIVE_ATTEMPT_SQL}"
 )
 _FINISH_ATTEMPT = "UPDATE attempts SET status = :s WHERE id = :id"
 # The reads and writes of the other operations of an agent's cycle (prepared SQL as well).

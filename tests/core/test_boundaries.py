@@ -46,7 +46,8 @@ PURE_STDLIB = frozenset(
     }
 )
 CORE = PURE_STDLIB | {"rfc8785", "studiolo.core", "studiolo._exceptions"}
-API = CORE | {"pydantic", "pydantic_core", "studiolo.api"}
+# importlib: the operation table resolves its wire models by name, lazily (client start-up)
+API = CORE | {"pydantic", "pydantic_core", "studiolo.api", "importlib"}
 # The agent's side: the whole standard library, the client's dependencies, the wire models.
 CLIENT = (
     frozenset(sys.stdlib_module_names)
@@ -59,6 +60,7 @@ CLIENT = (
         "studiolo.settings",
         "studiolo.keys",
         "studiolo.client",
+        "studiolo.confined",
         "studiolo.faces.cli._lazy",
         "studiolo.faces.cli._output",
         "studiolo.faces.cli._state",
@@ -68,6 +70,7 @@ CLIENT = (
 )
 CLIENT_FILES = (
     "client.py",
+    "confined.py",
     "keys.py",
     "_exceptions.py",
     "settings.py",

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from studiolo import InvalidPath
-from studiolo.client import UntrustedResponse, confined_path
+from studiolo.confined import UntrustedResponse, confined_path
 from studiolo.core.paths import (
     ancestor_files,
     ancestors,

@@ -18,9 +18,9 @@ from studiolo.core.quiescence import (
     OutcomeKind,
     QuiescencePolicy,
     Readiness,
+    RemoteTaskView,
     SignedArtifact,
     TaskState,
-    TaskView,
     agree,
     assess,
     backoff_delay,
@@ -62,15 +62,15 @@ class Remote:
         assert seconds >= 0
         self.now += seconds
 
-    def read_view(self) -> TaskView:
+    def read_view(self) -> RemoteTaskView:
         self.reads += 1
         if self.now < self.terminal_at:
-            return TaskView("t1", TaskState.WORKING)
+            return RemoteTaskView("t1", TaskState.WORKING)
         if self.now < self.manifest_at:
-            return TaskView("t1", self.state)
+            return RemoteTaskView("t1", self.state)
         arts = tuple(_artifact(i, d) for i, d in enumerate(self.payloads))
         signed = repr(arts).encode()
-        return TaskView("t1", self.state, arts, hashlib.sha256(signed).hexdigest(), "t1", signed)
+        return RemoteTaskView("t1", self.state, arts, hashlib.sha256(signed).hexdigest(), "t1", signed)
 
     def fetch(self, a: SignedArtifact) -> bytes | None:
         i = int(a.artifact_id[1:])
@@ -182,10 +182,10 @@ def test_the_second_read_must_agree() -> None:
     new = _artifact(0, b"new")
     views = iter(
         [
-            TaskView("t", TaskState.COMPLETED, (old,), "d1", "t"),
-            TaskView("t", TaskState.COMPLETED, (new,), "d2", "t"),
+            RemoteTaskView("t", TaskState.COMPLETED, (old,), "d1", "t"),
+            RemoteTaskView("t", TaskState.COMPLETED, (new,), "d2", "t"),
         ]
-        + [TaskView("t", TaskState.COMPLETED, (new,), "d2", "t")] * 3
+        + [RemoteTaskView("t", TaskState.COMPLETED, (new,), "d2", "t")] * 3
     )
     data = {old.sha256: b"old", new.sha256: b"new"}
     now = [0.0]
@@ -238,7 +238,7 @@ def test_verified_artifacts_are_not_fetched_again() -> None:
 
 
 def test_manifest_bound_to_another_task() -> None:
-    view = TaskView("t1", TaskState.COMPLETED, (), "d", "t2")
+    view = RemoteTaskView("t1", TaskState.COMPLETED, (), "d", "t2")
     with pytest.raises(ArtifactIntegrityError, match="wrong_task"):
         assess(view, POLICY)
 
@@ -246,29 +246,29 @@ def test_manifest_bound_to_another_task() -> None:
 def test_manifest_listing_an_artifact_twice_or_oversize() -> None:
     a = _artifact(0, b"x")
     with pytest.raises(ArtifactIntegrityError, match="invalid_manifest"):
-        assess(TaskView("t", TaskState.COMPLETED, (a, a), "d", "t"), POLICY)
+        assess(RemoteTaskView("t", TaskState.COMPLETED, (a, a), "d", "t"), POLICY)
     big = SignedArtifact("b", "b", "0" * 64, POLICY.max_artifact_size + 1, Channel.URL, "https://x/b")
     with pytest.raises(ArtifactIntegrityError, match="oversize"):
-        assess(TaskView("t", TaskState.COMPLETED, (big,), "d", "t"), POLICY)
+        assess(RemoteTaskView("t", TaskState.COMPLETED, (big,), "d", "t"), POLICY)
     many = tuple(_artifact(i, b"x") for i in range(3))
     with pytest.raises(ArtifactIntegrityError, match="oversize"):
-        assess(TaskView("t", TaskState.COMPLETED, many, "d", "t"), QuiescencePolicy(max_artifacts=2))
+        assess(RemoteTaskView("t", TaskState.COMPLETED, many, "d", "t"), QuiescencePolicy(max_artifacts=2))
 
 
 def test_readiness_of_reads() -> None:
     a = _artifact(0, b"x")
-    assert assess(TaskView("t", TaskState.WORKING, (a,), "d", "t"), POLICY) is Readiness.NOT_TERMINAL
-    assert assess(TaskView("t", TaskState.COMPLETED), POLICY) is Readiness.NO_MANIFEST
-    assert assess(TaskView("t", TaskState.REJECTED), POLICY) is Readiness.NO_MANIFEST
+    assert assess(RemoteTaskView("t", TaskState.WORKING, (a,), "d", "t"), POLICY) is Readiness.NOT_TERMINAL
+    assert assess(RemoteTaskView("t", TaskState.COMPLETED), POLICY) is Readiness.NO_MANIFEST
+    assert assess(RemoteTaskView("t", TaskState.REJECTED), POLICY) is Readiness.NO_MANIFEST
     completed_only = replace(POLICY, manifest_required=frozenset({TaskState.COMPLETED}))
-    assert assess(TaskView("t", TaskState.REJECTED), completed_only) is Readiness.READY
-    unsigned = TaskView("t", TaskState.COMPLETED, (a,), "d", "t", unsigned=("extra",))
+    assert assess(RemoteTaskView("t", TaskState.REJECTED), completed_only) is Readiness.READY
+    unsigned = RemoteTaskView("t", TaskState.COMPLETED, (a,), "d", "t", unsigned=("extra",))
     assert assess(unsigned, POLICY) is Readiness.UNSIGNED_ARTIFACTS
 
 
 def test_an_unsigned_artifact_on_the_task_keeps_the_wait_open() -> None:
     a = _artifact(0, b"x")
-    view = TaskView("t", TaskState.COMPLETED, (a,), "d", "t", unsigned=("extra",))
+    view = RemoteTaskView("t", TaskState.COMPLETED, (a,), "d", "t", unsigned=("extra",))
     now = [0.0]
     out = verify_and_quiesce(
         lambda: view, lambda _: b"x", lambda v: True, lambda: now[0], _adder(now), POLICY
@@ -287,12 +287,12 @@ def test_check_artifact(signed: bytes, got: bytes) -> None:
 
 
 def test_agree_needs_same_terminal_state_and_manifest() -> None:
-    base = TaskView("t", TaskState.COMPLETED, (), "d", "t")
+    base = RemoteTaskView("t", TaskState.COMPLETED, (), "d", "t")
     assert agree(base, base)
-    assert not agree(base, TaskView("t", TaskState.FAILED, (), "d", "t"))
-    assert not agree(base, TaskView("t", TaskState.COMPLETED, (), "e", "t"))
-    assert not agree(TaskView("t", TaskState.WORKING), TaskView("t", TaskState.WORKING))
-    assert not agree(base, TaskView("u", TaskState.COMPLETED, (), "d", "t"))
+    assert not agree(base, RemoteTaskView("t", TaskState.FAILED, (), "d", "t"))
+    assert not agree(base, RemoteTaskView("t", TaskState.COMPLETED, (), "e", "t"))
+    assert not agree(RemoteTaskView("t", TaskState.WORKING), RemoteTaskView("t", TaskState.WORKING))
+    assert not agree(base, RemoteTaskView("u", TaskState.COMPLETED, (), "d", "t"))
 
 
 def test_states_from_the_wire() -> None:
@@ -325,10 +325,10 @@ class Growing:
     now: float = 0.0
     read_times: list[float] = field(default_factory=list)
 
-    def read_view(self) -> TaskView:
+    def read_view(self) -> RemoteTaskView:
         self.read_times.append(self.now)
         a = _artifact(0, self.signed)
-        return TaskView("t", TaskState.COMPLETED, (a,), "d", "t")
+        return RemoteTaskView("t", TaskState.COMPLETED, (a,), "d", "t")
 
     def fetch(self, a: SignedArtifact) -> bytes | None:
         return self.final[: int(self.now) * self.step]
@@ -388,10 +388,10 @@ def test_a_change_within_the_confirming_interval_is_caught() -> None:
     old, new = _artifact(0, b"old"), _artifact(0, b"new")
     now = [0.0]
 
-    def read() -> TaskView:
+    def read() -> RemoteTaskView:
         if now[0] < 1.5:
-            return TaskView("t", TaskState.COMPLETED, (old,), "d1", "t")
-        return TaskView("t", TaskState.COMPLETED, (new,), "d2", "t")
+            return RemoteTaskView("t", TaskState.COMPLETED, (old,), "d1", "t")
+        return RemoteTaskView("t", TaskState.COMPLETED, (new,), "d2", "t")
 
     data = {old.sha256: b"old", new.sha256: b"new"}
 

@@ -359,3 +359,27 @@ def test_a2a_intake_put_and_list(actors: Actors, world: World) -> None:
         actors, "admin", "a2a", "intake", "put", "x", "--criterion", "t=nope@9", "--scope", "**", code=2
     )
     assert "invalid_request" in unknown.output or "nope@9" in unknown.output
+
+
+def test_task_create_offers_every_field_of_the_request_model() -> None:
+    """The CLI sends `TaskIn`: each of its fields is a parameter of `task create`."""
+    import click
+    import typer.main
+
+    from studiolo.api.requests import TaskIn
+
+    root = click.Context(typer.main.get_command(app), info_name="studiolo")
+    task = root.command.get_command(root, "task")  # type: ignore[attr-defined]
+    create = task.get_command(click.Context(task, info_name="task", parent=root), "create")
+    names = {p.name for p in create.params}
+    spelled = {"criteria": "criterion"}  # repeatable `--criterion ID=CHECKER@VERSION`
+    assert {spelled.get(f, f) for f in TaskIn.model_fields} <= names
+
+
+def test_task_create_with_evidence_reuse_and_separate_verdicts(actors: Actors) -> None:
+    args = ["task", "create", "Reuse", "--criterion", "tests=unit@1", "--scope", "src/**"]
+    plain = js(actors, "admin", *args)
+    t = js(actors, "admin", *args, "--allow-evidence-reuse", "--separate-verdict", "tests")
+    assert (t["contract"]["allow_evidence_reuse"], plain["contract"]["allow_evidence_reuse"]) == (True, False)
+    assert (t["contract"]["separate_verdict"], plain["contract"]["separate_verdict"]) == (["tests"], [])
+    assert t["contract_hash"] != plain["contract_hash"]

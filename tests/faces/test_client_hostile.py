@@ -18,7 +18,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner, Result
 
-from studiolo.client import Client, UntrustedResponse, confined_path, is_git_segment, write_confined
+from studiolo.client import Client, is_git_segment
+from studiolo.confined import UntrustedResponse, confined_path, write_confined
 from studiolo.faces.cli import CliState, app
 from studiolo.settings import ClientSettings
 

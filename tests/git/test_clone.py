@@ -85,22 +85,6 @@ def test_a_path_scoped_reader_is_refused_with_a_pointer_to_checkout(live: Actors
     assert bad.returncode != 0
 
 
-def test_a_push_is_refused(live: Actors, tmp_path: Path) -> None:
-    clone = tmp_path / "clone"
-    header = f"Authorization: Bearer {live.tokens['admin']}"
-    live.world.edit("docs/x.md", b"x\n")
-    assert _clone(_repo_url(live), clone, header).returncode == 0
-    (clone / "docs" / "x.md").write_text("y\n")
-    git(clone, "commit", "-qam", "push me")
-    push = subprocess.run(
-        ["git", "-c", f"http.extraHeader={header}", "push", "origin", "HEAD:main"],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-    )
-    assert push.returncode != 0
-
-
 @pytest.mark.slow
 def test_tomlis_real_history_imports_and_clones_back(live: Actors, tmp_path: Path) -> None:
     if not _TOMLI.is_file():

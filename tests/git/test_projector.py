@@ -15,7 +15,7 @@ import pygit2
 from studiolo.core.model import FileMode
 from studiolo.git.dsse import open_envelope
 from studiolo.git.message import VSA
-from studiolo.git.projector import NICENESS
+from studiolo.git.projector import NICENESS, Projector
 from studiolo.git.repository import BRANCH, CHECKPOINTS, NOTES
 from tests.git.helpers import branch_files, ledger_files, projector_for
 from tests.world import World
@@ -182,3 +182,27 @@ def test_the_projector_thread_runs_below_the_request_path(world: World, tmp_path
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # only its own thread
     finally:
         projector.stop()
+
+
+def test_a_write_that_logs_a_change_wakes_the_projector(world: World, tmp_path: Path) -> None:
+    """The store calls the projector after each write that logged a change: with a timer of an
+    hour, only the wake can publish the edits below (each is waited for, then checked)."""
+    w = world
+    seen: list[int] = []
+    projector = Projector(
+        w.coord.store, tmp_path / "git", interval=3600.0, on_published=lambda _p, v: seen.append(v)
+    )
+    w.edit("src/first.txt", b"1\n")
+    projector.start()  # the first pass publishes what is there
+    try:
+        for i in range(3):
+            w.edit(f"src/wake/{i}.txt", f"{i}\n".encode())
+            version = w.coord.store.read(lambda tx: tx.publications.head(w.project_id))
+            for _ in range(3000):  # the hour-long timer never fires here: only a wake publishes
+                if seen and seen[-1] >= version:
+                    break
+                time.sleep(0.01)
+            assert seen and seen[-1] >= version
+    finally:
+        projector.stop()
+    assert branch_files(projector, w.project_id) == ledger_files(w)

@@ -29,11 +29,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo._exceptions import StudioloError
+from studiolo.core.remote import MANIFEST_EXTENSION
 from studiolo.faces.a2a.admin import admin_routes
 from studiolo.faces.a2a.card import build_card, sign_card
 from studiolo.faces.a2a.executor import TERMINAL, LedgerExecutor
 from studiolo.faces.a2a.ledger import LedgerTaskStore, PrincipalUser, Renderer
-from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
 from studiolo.service import Coordinator
 
 __all__ = ["mount_a2a"]

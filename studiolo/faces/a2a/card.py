@@ -19,8 +19,8 @@ from a2a.types.a2a_pb2 import (
 
 from studiolo import __version__
 from studiolo.core.intake import IntakeTemplate
-from studiolo.faces.a2a.jws import card_payload, sign_detached
-from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
+from studiolo.core.remote import MANIFEST_EXTENSION
+from studiolo.jws import card_payload, sign_detached
 from studiolo.keys import ServiceKey
 
 __all__ = ["STATUS_SKILL", "build_card", "sign_card"]

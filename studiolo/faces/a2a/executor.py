@@ -29,10 +29,10 @@ from starlette.concurrency import run_in_threadpool
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound
 from studiolo.core.model import Principal
+from studiolo.faces import render
 from studiolo.faces.a2a.card import STATUS_SKILL
 from studiolo.faces.a2a.ledger import Renderer, principal_of
 from studiolo.faces.a2a.mapping import Rendering
-from studiolo.faces.http import render
 from studiolo.service import DelegatedView, DelegationRequest, TaskView
 
 __all__ = ["TERMINAL", "LedgerExecutor", "delegation_request"]

@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from studiolo._exceptions import Conflict, NotFound
 from studiolo.core.model import Principal
+from studiolo.core.reasons import Reason
 from studiolo.faces.a2a.mapping import Rendering, render
 from studiolo.service import Coordinator, DelegatedView
 
@@ -58,7 +59,7 @@ class PrincipalUser(User):
 def principal_of(context: ServerCallContext) -> Principal:
     user = context.user
     if not isinstance(user, PrincipalUser):  # the auth gate admits no other kind of call
-        raise NotFound("no such task", reason="task_not_found")
+        raise NotFound("no such task", reason=Reason.TASK_NOT_FOUND)
     return user.principal
 
 

@@ -16,13 +16,12 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from studiolo.core.canonical import canonical_json
 from studiolo.core.facts import Fact
 from studiolo.core.model import TaskStatus as Status
-from studiolo.faces.a2a.jws import sign_detached
+from studiolo.core.remote import MANIFEST_EXTENSION, MANIFEST_ID
+from studiolo.jws import sign_detached
 from studiolo.keys import ServiceKey
 from studiolo.service import DelegatedView
 
 __all__ = [
-    "MANIFEST_EXTENSION",
-    "MANIFEST_ID",
     "RECEIPT_ID",
     "STATE_TABLE",
     "Rendering",
@@ -31,8 +30,6 @@ __all__ = [
     "status_time",
 ]
 
-MANIFEST_EXTENSION = "https://studiolo.dev/a2a/extensions/artifact-manifest/v1"
-MANIFEST_ID = "artifact-manifest"
 RECEIPT_ID = "completion-receipt"
 
 # (ledger status, strongest fact or condition) → A2A state. docs/a2a.md shows this table and

@@ -108,6 +108,10 @@ COMMANDS: dict[str, Lazy] = {
         "studiolo.faces.cli_a2a_study",
         "Simulate A2A delegations: a requester that trusts the terminal state beside the quiescence check.",
     ),
+    "eval": Lazy(
+        "studiolo.faces.cli.eval",
+        "Run the report's evaluation on a repository's history (or --check, --replay).",
+    ),
 }
 
 

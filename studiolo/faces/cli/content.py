@@ -18,7 +18,8 @@ from typing import Annotated, Any
 
 import typer
 
-from studiolo.client import Client, UntrustedResponse, confined_path, is_git_segment, write_confined
+from studiolo.client import Client, is_git_segment
+from studiolo.confined import UntrustedResponse, confined_path, write_confined
 from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
 

@@ -97,10 +97,17 @@ def task_create(
     description: str = "",
     policy_version: Annotated[int | None, typer.Option(help="default: the latest")] = None,
     requires_deployment: bool = False,
+    allow_evidence_reuse: Annotated[
+        bool, typer.Option(help="the worker may reuse a receipt issued for another task or attempt (audited)")
+    ] = False,
+    separate_verdict: Annotated[
+        list[str] | None,
+        typer.Option(help="a criterion whose passes must come from where the code never ran (repeatable)"),
+    ] = None,
     project: Project = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Create a task and pin its contract."""
+    """Create a task and pin its contract (every field of `TaskIn`, the HTTP request's model)."""
     st = state(ctx, json_out)
     criteria = dict(c.split("=", 1) for c in criterion if "=" in c)
     if len(criteria) != len(criterion):
@@ -113,6 +120,8 @@ def task_create(
             description=description,
             policy_version=policy_version,
             requires_deployment=requires_deployment,
+            allow_evidence_reuse=allow_evidence_reuse,
+            separate_verdict=separate_verdict or (),
             project=project,
         )
     emit(st, t, lambda con: con.print(f"created {t.id} (contract {t.contract_hash})"))

@@ -9,7 +9,6 @@ from opentelemetry.trace import TracerProvider
 
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
-from studiolo.faces.a2a.requester import mount_requester
 from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
 from studiolo.faces.http.dispatch import install_route_index
 from studiolo.faces.http.feed import Feeds
@@ -26,6 +25,7 @@ from studiolo.observe.install import metrics_for
 from studiolo.observe.tracing import traced, tracer_of
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
+from studiolo.workers.a2a.requester import mount_requester
 
 __all__ = ["create_app"]
 

@@ -54,7 +54,7 @@ from studiolo._exceptions import CompletionRejected, StudioloError
 from studiolo.api import responses as s
 from studiolo.api.requests import CompleteIn, LeaseIn
 from studiolo.core.model import Principal
-from studiolo.faces.http import render
+from studiolo.faces import render
 from studiolo.faces.http.problems import error_response, unexpected_response
 from studiolo.observe.http import ROUTE_KEY
 from studiolo.observe.metrics import Metrics

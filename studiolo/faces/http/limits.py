@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from studiolo.api.operations import OPERATIONS
+from studiolo.core.reasons import ErrorReason
 from studiolo.faces.http.problems import problem_response
 from studiolo.settings import Settings
 
@@ -31,13 +33,13 @@ class BodyCaps:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BodyCaps:
-        routes = (
-            ("POST", re.compile(r"/v1/blobs"), settings.max_blob_bytes),
-            ("POST", re.compile(r"/v1/attempts/[^/]+/candidates"), settings.max_candidate_bytes),
-            ("POST", re.compile(r"/v1/tasks/[^/]+/complete"), settings.max_completion_bytes),
-            ("POST", re.compile(r"/mcp/?"), settings.max_candidate_bytes),  # submit_candidate: files inline
-        )
-        return cls(settings.max_request_bytes, settings.max_json_bytes, routes)
+        routes = tuple(
+            (op.method, op.cap_regex(), int(getattr(settings, op.cap)))
+            for op in OPERATIONS.values()
+            if op.cap != "max_json_bytes"
+        )  # the table's caps; and MCP's `submit_candidate` sends its files inline
+        mcp = ("POST", re.compile(r"/mcp/?"), settings.max_candidate_bytes)
+        return cls(settings.max_request_bytes, settings.max_json_bytes, (*routes, mcp))
 
     def for_request(self, method: str, path: str) -> int:
         for verb, pattern, cap in self.routes:
@@ -92,9 +94,9 @@ class BodyLimit:
 async def _refuse(max_bytes: int, scope: Scope, receive: Receive, send: Send) -> None:
     detail = f"the request body exceeds {max_bytes} bytes for this route (or declares a bad Content-Length)"
     if dict(scope["headers"]).get(b"content-length", b"0").isdigit():
-        await problem_response(413, reason="payload_too_large", detail=detail)(scope, receive, send)
+        await problem_response(413, reason=ErrorReason.PAYLOAD_TOO_LARGE, detail=detail)(scope, receive, send)
     else:
-        await problem_response(400, reason="invalid_request", detail=detail)(scope, receive, send)
+        await problem_response(400, reason=ErrorReason.INVALID_REQUEST, detail=detail)(scope, receive, send)
 
 
 class InFlightLimit:
@@ -129,7 +131,9 @@ class InFlightLimit:
             return
         if not await self._admit():
             detail = f"more than {self.max_requests} requests are in progress; retry shortly"
-            refusal = problem_response(503, reason="overloaded", detail=detail, headers={"Retry-After": "1"})
+            refusal = problem_response(
+                503, reason=ErrorReason.OVERLOADED, detail=detail, headers={"Retry-After": "1"}
+            )
             await refusal(scope, receive, send)
             return
         held = True

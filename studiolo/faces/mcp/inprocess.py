@@ -10,7 +10,7 @@ from studiolo.api import responses as s
 from studiolo.api.requests import CandidateIn, CompleteIn
 from studiolo.core.model import Principal
 from studiolo.core.paths import normalize_prefix
-from studiolo.faces.http import render
+from studiolo.faces import render
 from studiolo.service import CandidateDraft, Coordinator, make_request
 
 __all__ = ["InProcessPort"]

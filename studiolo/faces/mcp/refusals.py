@@ -8,8 +8,8 @@ tool's `outputSchema` even when `isError` is true (the TypeScript SDK v1 does, a
 and a refusal is not the tool's output. The same facts as JSON, a `Refusal`, are in the
 result's `_meta` under `REFUSAL_META`, for clients that want them as data.
 
-`HINTS` is docs/reasons.md's "Recover" advice in one line per code (a test keeps the two in
-step: every documented code has a hint here, and no hint names an undocumented code).
+`HINTS` is the `brief` column of the one hint table (`core/hints.py`): docs/reasons.md's
+"Recover" advice in one line per code, naming this face's tools.
 """
 
 from __future__ import annotations
@@ -22,55 +22,14 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from studiolo._exceptions import StudioloError
+from studiolo.core.hints import HINTS as CORE_HINTS
+from studiolo.core.reasons import ErrorReason
 
 __all__ = ["HINTS", "REFUSAL_META", "Hint", "Refusal", "answer", "refusal", "structured"]
 
 REFUSAL_META = "studiolo/refusal"
 
-HINTS: dict[str, str] = {
-    # the completion predicates, in evaluation order
-    "task_not_found": "Check the task id (orient lists the open tasks); ask an admin for a read grant.",
-    "task_not_active": "The task is completed or cancelled: read it with get_task, or pick other work.",
-    "caller_not_attempt_owner": "Use your own attempt; claim_task if the task is free.",
-    "attempt_superseded": (
-        "Another attempt holds the task (get_task shows whose): read_handoff, claim if open."
-    ),
-    "lease_expired": "Claim again (a new attempt and fence), resubmit, and heartbeat more often.",
-    "candidate_not_bound": "Submit the candidate from the attempt that completes.",
-    "scope_violation": "Drop the files outside the contract's scope (get_task shows it), or ask an admin.",
-    "not_authorized": "A change of authority: ask an admin for the grant; retrying is not recovery.",
-    "contract_mismatch": "Read the task's current contract (get_task), re-verify under it, resubmit.",
-    "dependency_stale": "A file you read moved: checkout again, rebase, submit a new candidate, re-verify.",
-    "target_base_stale": "Someone else wrote a target: merge with the current content, resubmit, re-verify.",
-    "path_conflict": "A path would be both a file and a directory: delete one side in your candidate.",
-    "evidence_untrusted": "Cite receipts from an admitted verifier (get_receipts).",
-    "evidence_not_bound": "Have this exact candidate verified, then cite its receipts.",
-    "evidence_not_separate": "This criterion needs a verdict computed away from your code (`outputs`).",
-    "evidence_missing": "Wait for the verifier (get_receipts) and cite its receipt for every criterion.",
-    "evidence_failed": "A check failed: fix the work, submit a new candidate, have it verified.",
-    # other reasons
-    "request_id_conflict": "Use a fresh request id for a new completion request.",
-    "invalid_request": "Fix the request; the detail says what is wrong.",
-    "invalid_path": "Use a relative path without '..', NUL or control characters.",
-    "payload_too_large": "Send fewer or smaller files.",
-    "unauthenticated": "The token is missing, unknown or revoked: ask an admin for a new one.",
-    "not_found": "Check the id; it does not exist or is not visible to you.",
-    "revision_conflict": "Read the current revision, merge, retry.",
-    "task_already_claimed": "The task has a live attempt: pick other work or wait for its lease to expire.",
-    "attempt_not_active": "Your attempt is no longer live: claim_task again.",
-    "blob_missing": "Upload the bytes first (submit_candidate uploads inline files for you).",
-    "unknown_checker": "Name a checker `name@version` that the project admits.",
-    "signature_invalid": "Sign the receipt with the verifier's registered key.",
-    "verifier_not_admitted": "Only an admitted verifier may post receipts for that checker.",
-    "conflict": "The name is taken: choose another.",
-    "method_not_allowed": "Use one of the HTTP methods the Allow header lists.",
-    "internal_error": "A bug on the server; retry once, then report it (an accepted result is not lost).",
-    "completion_rejected": "Read `failed`: each entry names a predicate and its own hint.",
-    "too_many_streams": "Close an event stream you no longer follow; one per project is enough.",
-    "overloaded": "The server is busy and did nothing: retry after Retry-After seconds, with backoff.",
-    "unreachable": "The stdio server cannot reach STUDIOLO_URL: check the URL and that the service runs.",
-    "untrusted_response": "The server sent bytes or a path that must not be acted on: do not trust it.",
-}
+HINTS: dict[str, str] = {code: hint.brief for code, hint in CORE_HINTS.items()}
 _UNKNOWN = "See docs/reasons.md for this reason code."
 
 
@@ -125,4 +84,4 @@ def answer(work: Callable[[], BaseModel]) -> CallToolResult:
     except StudioloError as exc:
         return refusal(exc)
     except httpx.TransportError as exc:  # the stdio server's link to the service
-        return refusal(StudioloError(f"the service is unreachable: {exc}", reason="unreachable"))
+        return refusal(StudioloError(f"the service is unreachable: {exc}", reason=ErrorReason.UNREACHABLE))

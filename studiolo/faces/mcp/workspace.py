@@ -8,7 +8,7 @@ them, when a local file changed (`overwrite` replaces them anyway). Reads throug
 declares by default what the agent read, inside the checkout and outside it.
 
 Confinement: every path is written strictly inside the working directory (no `..`,
-absolute paths, `.git` segments, or symlinks, through `studiolo.client.write_confined`),
+absolute paths, `.git` segments, or symlinks, through `studiolo.confined.write_confined`),
 every blob is checked against its digest, and a symlink found in the directory is never
 read. The manifest has the format `studiolo checkout` writes (`.studiolo-checkout.json`).
 """
@@ -25,7 +25,8 @@ from pydantic import BaseModel, ValidationError
 
 from studiolo._exceptions import InvalidPath, InvalidRequest
 from studiolo.api.requests import CandidateIn
-from studiolo.client import UntrustedResponse, is_git_segment, write_confined
+from studiolo.client import is_git_segment
+from studiolo.confined import UntrustedResponse, write_confined
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.paths import normalize_path
 from studiolo.faces.mcp.models import Checkout, WorkspaceCandidate

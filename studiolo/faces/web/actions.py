@@ -10,13 +10,13 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from studiolo._exceptions import InvalidRequest, Unauthenticated
-from studiolo.faces.http.deps import Door
 from studiolo.faces.web.errors import WebRoute, safe_next
 from studiolo.faces.web.session import (
     SESSION_COOKIE,
     SIGNIN_COOKIE,
     Sessions,
     WebCaller,
+    WebDoor,
     WebSession,
     check_csrf,
     form_of,
@@ -47,7 +47,7 @@ def sign_in_page(request: Request, next: Annotated[str, Query(max_length=2000)] 
 
 
 @router.post("/sign-in")
-async def sign_in(request: Request, door: Door) -> Response:
+async def sign_in(request: Request, door: WebDoor) -> Response:
     form = await form_of(request)
     check_csrf(request.cookies.get(SIGNIN_COOKIE), form)
     try:
@@ -79,7 +79,7 @@ async def _checked_form(request: Request, session: WebSession) -> dict[str, str]
 
 @router.post("/grants/{grant_id}/revoke")
 async def revoke_grant(
-    request: Request, grant_id: str, session: WebSession, caller: WebCaller, door: Door
+    request: Request, grant_id: str, session: WebSession, caller: WebCaller, door: WebDoor
 ) -> Response:
     await _checked_form(request, session)
     g = door.revoke_grant(caller, grant_id)
@@ -88,7 +88,7 @@ async def revoke_grant(
 
 @router.post("/tasks/{task_id}/cancel")
 async def cancel_task(
-    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: Door
+    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: WebDoor
 ) -> Response:
     form = await _checked_form(request, session)
     door.cancel_task(caller, task_id, form.get("reason", "")[:1000])
@@ -97,7 +97,7 @@ async def cancel_task(
 
 @router.post("/tasks/{task_id}/reassign")
 async def reassign(
-    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: Door
+    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: WebDoor
 ) -> Response:
     form = await _checked_form(request, session)
     door.reassign(caller, task_id, form.get("principal_id", ""))
@@ -106,7 +106,7 @@ async def reassign(
 
 @router.post("/tasks/{task_id}/migrate")
 async def migrate(
-    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: Door
+    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: WebDoor
 ) -> Response:
     form = await _checked_form(request, session)
     door.migrate_task(
@@ -121,7 +121,7 @@ async def migrate(
 
 @router.post("/delegations/{delegation_id}/review")
 async def review_delegation(
-    request: Request, delegation_id: str, session: WebSession, caller: WebCaller, door: Door
+    request: Request, delegation_id: str, session: WebSession, caller: WebCaller, door: WebDoor
 ) -> Response:
     form = await _checked_form(request, session)
     d = door.review_remote(caller, delegation_id, form.get("decision", ""), form.get("note", "")[:2000])
@@ -130,7 +130,7 @@ async def review_delegation(
 
 @router.post("/projects/{project_id}/policies")
 async def publish_policy(
-    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door
+    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: WebDoor
 ) -> Response:
     form = await _checked_form(request, session)
     door.publish_policy(caller, project_id, form.get("text", ""))

@@ -10,10 +10,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 
 from studiolo.core.model import Event
-from studiolo.faces.http.deps import Door
 from studiolo.faces.web.errors import WebRoute
 from studiolo.faces.web.pages import names_of
-from studiolo.faces.web.session import WebCaller, WebSession
+from studiolo.faces.web.session import WebCaller, WebDoor, WebSession
 from studiolo.faces.web.templating import HEADERS, render
 
 __all__ = ["EVENTS_PAGE", "router"]
@@ -38,7 +37,7 @@ def activity(
     project_id: str,
     session: WebSession,
     caller: WebCaller,
-    door: Door,
+    door: WebDoor,
     kind: Kind = "",
     before: Before = None,
 ) -> Response:
@@ -65,7 +64,7 @@ def activity_live(
     project_id: str,
     session: WebSession,
     caller: WebCaller,
-    door: Door,
+    door: WebDoor,
     after: After = 0,
     kind: Kind = "",
 ) -> Response:
@@ -88,7 +87,9 @@ def activity_live(
 
 
 @router.get("/projects/{project_id}/chain")
-def chain(request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door) -> Response:
+def chain(
+    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+) -> Response:
     report = request.app.state.web_chain.status(door, caller, project_id)
     ctx = {"me": caller, "csrf": session.csrf, "project_id": project_id, "report": report}
     return render(request, "_chain.html", **ctx)

@@ -13,10 +13,9 @@ from fastapi import APIRouter, Query, Request, Response
 
 from studiolo.core.facts import Fact
 from studiolo.core.model import TaskStatus
-from studiolo.faces.http.deps import Door
 from studiolo.faces.web.errors import WebRoute
 from studiolo.faces.web.pages import names_of
-from studiolo.faces.web.session import WebCaller, WebSession
+from studiolo.faces.web.session import WebCaller, WebDoor, WebSession
 from studiolo.faces.web.templating import HEADERS, render
 from studiolo.service.overview import Attention, RowsSnapshot
 
@@ -82,7 +81,7 @@ def _query(q: str, status: str, fact: str, attention: str, policy: int | None, o
 
 
 def _context(
-    request: Request, door: Door, caller: WebCaller, session: WebSession, project_id: str, lq: ListQuery
+    request: Request, door: WebDoor, caller: WebCaller, session: WebSession, project_id: str, lq: ListQuery
 ) -> dict[str, Any]:
     cache: RowsCache = request.app.state.web_rows
     page = door.task_list_page(
@@ -118,7 +117,7 @@ def tasks(
     project_id: str,
     session: WebSession,
     caller: WebCaller,
-    door: Door,
+    door: WebDoor,
     q: Search = "",
     status: Choice = "",
     fact: Choice = "",
@@ -136,7 +135,7 @@ def tasks_live(
     project_id: str,
     session: WebSession,
     caller: WebCaller,
-    door: Door,
+    door: WebDoor,
     after: After = 0,
     q: Search = "",
     status: Choice = "",

@@ -9,11 +9,10 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from studiolo._exceptions import NotFound
-from studiolo.faces.http.deps import Door
 from studiolo.faces.web.errors import WebRoute
 from studiolo.faces.web.present import candidate_diffs, receipt_json
 from studiolo.faces.web.refusals import refusal
-from studiolo.faces.web.session import WebCaller, WebSession
+from studiolo.faces.web.session import WebCaller, WebDoor, WebSession
 from studiolo.faces.web.study import chart, study_rows
 from studiolo.faces.web.templating import HEADERS, render
 from studiolo.service import TaskPage
@@ -30,12 +29,12 @@ def _base(session: WebSession, caller: WebCaller, **context: Any) -> dict[str, A
 
 
 @router.get("/")
-def projects(request: Request, session: WebSession, caller: WebCaller, door: Door) -> Response:
+def projects(request: Request, session: WebSession, caller: WebCaller, door: WebDoor) -> Response:
     ctx = _base(session, caller, summaries=door.project_summaries(caller))
     return render(request, "projects.html", **ctx)
 
 
-def _task_context(door: Door, caller: WebCaller, page: TaskPage) -> dict[str, Any]:
+def _task_context(door: WebDoor, caller: WebCaller, page: TaskPage) -> dict[str, Any]:
     v = page.view
     names = names_of(door, caller, v.task.project_id)
     refused = [refusal(e, names) for e in reversed(v.rejections)]  # the latest first
@@ -62,7 +61,7 @@ def _lease_key(page: TaskPage) -> str:
 
 
 @router.get("/tasks/{task_id}")
-def task(request: Request, task_id: str, session: WebSession, caller: WebCaller, door: Door) -> Response:
+def task(request: Request, task_id: str, session: WebSession, caller: WebCaller, door: WebDoor) -> Response:
     ctx = _base(session, caller, **_task_context(door, caller, door.task_page(caller, task_id)))
     ctx["principals"] = _principals_or_none(door, caller, ctx["project_id"])
     ctx["admin"] = door.may_administer(caller, ctx["project_id"])
@@ -75,7 +74,7 @@ def task_live(
     task_id: str,
     session: WebSession,
     caller: WebCaller,
-    door: Door,
+    door: WebDoor,
     after: After = 0,
     lease: Annotated[str, Query(max_length=2000)] = "",
 ) -> Response:
@@ -88,20 +87,22 @@ def task_live(
     return render(request, "_task_live.html", **ctx)
 
 
-def _principals_or_none(door: Door, caller: WebCaller, project_id: str) -> list[Any]:
+def _principals_or_none(door: WebDoor, caller: WebCaller, project_id: str) -> list[Any]:
     try:
         return list(door.principals(caller, project_id))
     except NotFound:
         return []
 
 
-def names_of(door: Door, caller: WebCaller, project_id: str) -> dict[str, str]:
+def names_of(door: WebDoor, caller: WebCaller, project_id: str) -> dict[str, str]:
     """Principal id → name, for the project's principals and the caller."""
     return {caller.id: caller.name} | {p.id: p.name for p in _principals_or_none(door, caller, project_id)}
 
 
 @router.get("/projects/{project_id}/rules")
-def rules(request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door) -> Response:
+def rules(
+    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+) -> Response:
     ctx = _base(
         session,
         caller,
@@ -118,7 +119,7 @@ def rules(request: Request, project_id: str, session: WebSession, caller: WebCal
 
 @router.get("/projects/{project_id}/delegations")
 def delegations(
-    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: Door
+    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: WebDoor
 ) -> Response:
     """Delegations to remote agents, and the review queue of indeterminate ones."""
     found = door.delegations_page(caller, project_id)
@@ -144,7 +145,7 @@ def study(request: Request, session: WebSession, caller: WebCaller) -> Response:
 
 
 @router.get("/blobs/{digest}")
-def blob(digest: str, caller: WebCaller, door: Door) -> Response:
+def blob(digest: str, caller: WebCaller, door: WebDoor) -> Response:
     """A verifier's log (or any readable blob) as plain text, never rendered as HTML."""
     data = door.get_blob(caller, digest)
     headers = {**HEADERS, "Content-Security-Policy": "sandbox; default-src 'none'"}

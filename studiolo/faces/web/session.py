@@ -28,6 +28,7 @@ __all__ = [
     "Session",
     "Sessions",
     "WebCaller",
+    "WebDoor",
     "WebSession",
     "check_csrf",
     "form_of",
@@ -140,8 +141,14 @@ def _caller(request: Request, session: Annotated[Session, Depends(_session)]) ->
         raise
 
 
+def _coordinator(request: Request) -> Coordinator:
+    door: Coordinator = request.app.state.coordinator
+    return door
+
+
 WebSession = Annotated[Session, Depends(_session)]
 WebCaller = Annotated[Principal, Depends(_caller)]
+WebDoor = Annotated[Coordinator, Depends(_coordinator)]  # the app's one `Coordinator`
 
 
 async def form_of(request: Request) -> dict[str, str]:

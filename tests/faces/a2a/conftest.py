@@ -23,7 +23,7 @@ from google.protobuf.json_format import ParseDict
 
 from studiolo.client import Client
 from studiolo.core.canonical import canonical_json
-from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
+from studiolo.core.remote import MANIFEST_EXTENSION
 from studiolo.faces.http.app import create_app
 from studiolo.faces.http.server import ServerThread, free_port
 from studiolo.settings import Settings

@@ -39,9 +39,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from studiolo.core.canonical import canonical_json
-from studiolo.faces.a2a.jws import sign_detached
-from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION, MANIFEST_ID
+from studiolo.core.remote import MANIFEST_EXTENSION, MANIFEST_ID
 from studiolo.faces.http.server import free_port
+from studiolo.jws import sign_detached
 from studiolo.keys import ServiceKey
 
 

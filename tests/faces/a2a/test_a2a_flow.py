@@ -15,7 +15,8 @@ import pytest
 from a2a.types.a2a_pb2 import GetTaskRequest, SubscribeToTaskRequest, Task, TaskState
 from a2a.utils.errors import TaskNotFoundError
 
-from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION, MANIFEST_ID, RECEIPT_ID
+from studiolo.core.remote import MANIFEST_EXTENSION, MANIFEST_ID
+from studiolo.faces.a2a.mapping import RECEIPT_ID
 from studiolo.faces.http.server import ServerThread, free_port
 from studiolo.settings import Settings
 from tests.faces.a2a.conftest import (

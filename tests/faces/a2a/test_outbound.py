@@ -20,11 +20,11 @@ import pytest
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.core.remote import parse_origins
-from studiolo.faces.a2a.capped import CappedTransport, DeadlineExceeded
-from studiolo.faces.a2a.origins import OriginGuard, OriginRefused
 from studiolo.faces.http.server import ServerThread, free_port
 from studiolo.keys import ServiceKey
 from studiolo.settings import Settings
+from studiolo.workers.a2a.capped import CappedTransport, DeadlineExceeded
+from studiolo.workers.a2a.origins import OriginGuard, OriginRefused
 from tests.faces.helpers import issue_tokens
 from tests.world import add_project, build_world
 
@@ -290,7 +290,7 @@ def test_resolution_sees_real_addresses() -> None:
 
 
 def test_check_origin_refuses_an_organisation_without_origins(tmp_path: Path) -> None:
-    from studiolo.faces.a2a.requester import check_origin
+    from studiolo.workers.a2a.requester import check_origin
 
     world = build_world(tmp_path, time.time)
     org = world.coord.add_remote_org(world.admin, world.project_id, "acme", {KEY.kid: KEY.public})

@@ -19,13 +19,13 @@ from studiolo._exceptions import InvalidRequest
 from studiolo.client import Client
 from studiolo.core.model import TaskStatus
 from studiolo.core.remote import RemoteDelegation, RemoteState
-from studiolo.faces.a2a.capped import CappedTransport, ResponseTooLarge
-from studiolo.faces.a2a.origins import OriginRefused
-from studiolo.faces.a2a.requester import Requester, _transient, fetch_verified_card
 from studiolo.faces.cli import build_app
 from studiolo.faces.http.server import ServerThread
 from studiolo.keys import ServiceKey
 from studiolo.settings import Settings
+from studiolo.workers.a2a.capped import CappedTransport, ResponseTooLarge
+from studiolo.workers.a2a.origins import OriginRefused
+from studiolo.workers.a2a.requester import Requester, _transient, fetch_verified_card
 from tests.auditcheck import check, load_deadlines, load_events
 from tests.faces.a2a.conftest import Live, work_task
 from tests.faces.a2a.remote_agent import RemoteAgent, Scenario, remote_agent

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from studiolo.core.model import TaskStatus
 from studiolo.core.remote import RemoteState
-from studiolo.faces.a2a.requester import fetch_verified_card
 from studiolo.faces.http.server import free_port
 from studiolo.keys import ServiceKey
+from studiolo.workers.a2a.requester import fetch_verified_card
 from tests.faces.a2a.remote_agent import Scenario, remote_agent
 from tests.world import World, build_world
 

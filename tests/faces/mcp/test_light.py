@@ -16,7 +16,7 @@ FORBIDDEN = (
     "studiolo.service",
     "studiolo.store",
     "studiolo.faces.http.app",
-    "studiolo.faces.http.render",
+    "studiolo.faces.render",
     "studiolo.faces.http.deps",
     "studiolo.faces.mcp.inprocess",
     "studiolo.faces.mcp.mount",

@@ -1,5 +1,6 @@
-"""`tools/list` is lean (no pydantic titles, nullable scalars as type arrays) and every lean
-schema accepts and rejects exactly what the schema pydantic generated does."""
+"""`tools/list` is lean (no pydantic titles, nullable scalars as type arrays, definitions used
+once written in place) and every lean schema accepts and rejects exactly what the schema
+pydantic generated does."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.server.mcpserver.tools import Tool
 
+from studiolo.faces import render
 from studiolo.faces.mcp.inprocess import InProcessPort
-from studiolo.faces.mcp.schemas import lean
+from studiolo.faces.mcp.schemas import inline_single_refs, lean
 from studiolo.faces.mcp.server import build_server
 from studiolo.faces.mcp.tools import Tools
 from tests.world import World
@@ -71,8 +73,80 @@ def test_tools_list_is_lean_and_equivalent(world: World) -> None:
     for tool in tools.values():
         assert "title" not in _keywords(tool.input_schema) | _keywords(tool.output_schema), tool.name
         assert "default" not in _keywords(tool.output_schema), tool.name
-    for original in raw:
-        listed_out = tools[original.name].output_schema
-        assert original.fn_metadata.output_model is not None and listed_out is not None
-        full = original.fn_metadata.output_model.model_json_schema()
-        assert set(full["$defs"]) == set(listed_out["$defs"]), original.name
+    listed_get = tools["get_task"].output_schema
+    assert listed_get is not None and "$ref" not in json.dumps(listed_get)  # every definition used once
+    full = raw[0].fn_metadata.output_model
+    assert full is not None
+    # a task with an attempt, a candidate, a receipt and a completion: every nested model present
+    task = world.new_task()
+    attempt = world.coord.claim(world.agent, task.id)
+    cand = world.candidate(attempt, {"src/a.py": b"x"})
+    receipt = world.receipt(cand)
+    world.complete(task, attempt, cand, [receipt.id])
+    instance = render.task_view(world.coord.task_view(world.agent, task.id)).model_dump(mode="json")
+    a, b = Draft202012Validator(full.model_json_schema()), Draft202012Validator(listed_get)
+    assert a.is_valid(instance) and b.is_valid(instance)
+    checked = 0
+    for variant in _variants(instance):  # every value along the instance, replaced by each sample
+        assert a.is_valid(variant) == b.is_valid(variant), variant
+        checked += 1
+    assert checked > 500
+
+
+def _variants(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            for sample in _SAMPLES:
+                yield {**doc, key: sample}
+            for inner in _variants(value):
+                yield {**doc, key: inner}
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            for inner in _variants(value):
+                yield [*doc[:i], inner, *doc[i + 1 :]]
+
+
+def test_a_definition_used_once_is_written_in_place_and_a_shared_or_recursive_one_is_kept() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "once": {"$ref": "#/$defs/Once"},
+            "twice_a": {"$ref": "#/$defs/Twice"},
+            "twice_b": {"type": "array", "items": {"$ref": "#/$defs/Twice"}},
+            "tree": {"$ref": "#/$defs/Tree"},
+            "nested": {"$ref": "#/$defs/Outer"},
+            "even": {"$ref": "#/$defs/Even"},
+        },
+        "$defs": {
+            "Once": {"type": "string", "maxLength": 2},
+            "Twice": {"type": "integer", "minimum": 0},
+            "Tree": {
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}},
+            },
+            "Outer": {"type": "object", "properties": {"inner": {"$ref": "#/$defs/Inner"}}},
+            "Inner": {"type": "boolean"},
+            "Even": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Odd"}}},
+            "Odd": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Even"}}},
+        },
+    }
+    small = inline_single_refs(schema)
+    assert small["properties"]["once"] == {"type": "string", "maxLength": 2}
+    assert small["properties"]["nested"] == {"type": "object", "properties": {"inner": {"type": "boolean"}}}
+    # shared; recursive (by the root and itself); mutually recursive (Odd is referenced once)
+    assert set(small["$defs"]) == {"Twice", "Tree", "Even", "Odd"}
+    a, b = Draft202012Validator(schema), Draft202012Validator(small)
+    docs = [
+        {
+            "once": s,
+            "twice_a": t,
+            "twice_b": [t],
+            "tree": {"kids": [{"kids": [s]}]},
+            "nested": {"inner": s},
+            "even": {"next": {"next": s}},
+        }
+        for s in _SAMPLES
+        for t in _SAMPLES
+    ]
+    for doc in docs:
+        assert a.is_valid(doc) == b.is_valid(doc), doc

@@ -7,102 +7,92 @@ from fastapi import APIRouter
 from studiolo.api import responses as s
 from studiolo.api.requests import CheckerIn, GrantIn, PolicyIn, PrincipalIn, ProjectIn, PublicKeyIn
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["admin"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 
-@router.get("/me", summary="The caller, as derived from its token")
+@operation(router, "me")
 def whoami(caller: Caller) -> s.PrincipalOut:
     return s.PrincipalOut.model_validate(caller)
 
 
-@router.post("/projects", status_code=201, summary="Create a project (service admins)")
+@operation(router, "create_project")
 def create_project(body: ProjectIn, caller: Caller, door: Door) -> s.ProjectOut:
     return s.ProjectOut.model_validate(door.create_project(caller, body.name))
 
 
-@router.get("/projects", summary="Projects the caller can see")
+@operation(router, "projects")
 def list_projects(caller: Caller, door: Door) -> list[s.ProjectOut]:
     return [s.ProjectOut.model_validate(p) for p in door.projects(caller)]
 
 
-@router.get("/projects/{project_id}/orientation", summary="What an agent reads first")
+@operation(router, "orientation")
 def orientation(project_id: str, caller: Caller, door: Door) -> s.OrientationOut:
     return s.OrientationOut.model_validate(door.orient(caller, project_id))
 
 
-@router.post(
-    "/projects/{project_id}/principals",
-    status_code=201,
-    summary="Add a principal; its bearer token is in this response only",
-)
+@operation(router, "add_principal")
 def add_principal(project_id: str, body: PrincipalIn, caller: Caller, door: Door) -> s.IssuedOut:
     issued = door.add_principal(caller, project_id, body.name, body.kind, body.public_key)
     return s.IssuedOut.model_validate(issued)
 
 
-@router.get("/projects/{project_id}/principals")
+@operation(router, "principals")
 def list_principals(project_id: str, caller: Caller, door: Door) -> list[s.PrincipalOut]:
     return [s.PrincipalOut.model_validate(p) for p in door.principals(caller, project_id)]
 
 
-@router.post(
-    "/principals/{principal_id}/tokens",
-    status_code=201,
-    summary="Rotate: revoke every token of the principal and issue a new one (shown once)",
-)
+@operation(router, "rotate_token")
 def rotate_token(principal_id: str, caller: Caller, door: Door) -> s.IssuedOut:
     return s.IssuedOut.model_validate(door.rotate_token(caller, principal_id))
 
 
-@router.post("/principals/{principal_id}/tokens/revoke", summary="Revoke every token of the principal")
+@operation(router, "revoke_tokens")
 def revoke_tokens(principal_id: str, caller: Caller, door: Door) -> s.RevokedOut:
     return s.RevokedOut(revoked=door.revoke_tokens(caller, principal_id))
 
 
-@router.post(
-    "/principals/{principal_id}/reconfirm",
-    summary="Vouch for a principal's tokens and verifier admissions a restore held (audited)",
-)
+@operation(router, "reconfirm")
 def reconfirm(principal_id: str, caller: Caller, door: Door) -> s.ReconfirmedOut:
     return s.ReconfirmedOut.model_validate(door.reconfirm(caller, principal_id))
 
 
-@router.put("/principals/{principal_id}/public-key", summary="Register a verifier's Ed25519 key")
+@operation(router, "set_public_key")
 def set_public_key(principal_id: str, body: PublicKeyIn, caller: Caller, door: Door) -> s.PrincipalOut:
     return s.PrincipalOut.model_validate(door.set_public_key(caller, principal_id, body.public_key))
 
 
-@router.post("/projects/{project_id}/grants", status_code=201)
+@operation(router, "grant")
 def create_grant(project_id: str, body: GrantIn, caller: Caller, door: Door) -> s.GrantOut:
     g = door.grant(caller, project_id, body.principal_id, body.actions, body.scope)
     return s.GrantOut.model_validate(g)
 
 
-@router.get("/projects/{project_id}/grants")
+@operation(router, "grants")
 def list_grants(project_id: str, caller: Caller, door: Door) -> list[s.GrantOut]:
     return [s.GrantOut.model_validate(g) for g in door.list_grants(caller, project_id)]
 
 
-@router.post("/grants/{grant_id}/revoke", summary="Revoke a grant (a serialized, audited transition)")
+@operation(router, "revoke_grant")
 def revoke_grant(grant_id: str, caller: Caller, door: Door) -> s.GrantOut:
     return s.GrantOut.model_validate(door.revoke_grant(caller, grant_id))
 
 
-@router.post("/projects/{project_id}/policies", status_code=201, summary="Publish a new default policy")
+@operation(router, "publish_policy")
 def publish_policy(project_id: str, body: PolicyIn, caller: Caller, door: Door) -> s.PolicyOut:
     return s.PolicyOut.model_validate(door.publish_policy(caller, project_id, body.text))
 
 
-@router.get("/projects/{project_id}/policies")
+@operation(router, "policies")
 def list_policies(project_id: str, caller: Caller, door: Door) -> list[s.PolicyOut]:
     return [s.PolicyOut.model_validate(p) for p in door.policies(caller, project_id)]
 
 
-@router.post("/projects/{project_id}/checkers", status_code=201, summary="Admit a checker version")
+@operation(router, "register_checker")
 def register_checker(project_id: str, body: CheckerIn, caller: Caller, door: Door) -> s.CheckerOut:
     c = door.register_checker(
         caller, project_id, body.name, body.version, body.kind, body.config, body.verifiers
@@ -110,6 +100,6 @@ def register_checker(project_id: str, body: CheckerIn, caller: Caller, door: Doo
     return s.CheckerOut.model_validate(c)
 
 
-@router.get("/projects/{project_id}/checkers")
+@operation(router, "checkers")
 def list_checkers(project_id: str, caller: Caller, door: Door) -> list[s.CheckerOut]:
     return [s.CheckerOut.model_validate(c) for c in door.checkers(caller, project_id)]

@@ -11,12 +11,13 @@ from studiolo._exceptions import CompletionRejected
 from studiolo.api import responses as s
 from studiolo.api.requests import CompleteIn
 from studiolo.faces.http.deps import Caller, Door, MetricsDep
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import make_request
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["completion"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 _REPLAY_HEADER: dict[str, Any] = {
     "Idempotent-Replay": {
@@ -26,10 +27,9 @@ _REPLAY_HEADER: dict[str, Any] = {
 }
 
 
-@router.post(
-    "/tasks/{task_id}/complete",
-    status_code=201,
-    summary="Ask for the task to be recorded as completed (201; 200 on an idempotent replay)",
+@operation(
+    router,
+    "send_completion",
     responses={
         201: {"description": "accepted and committed", "headers": _REPLAY_HEADER},
         200: {"model": s.CompletionOut, "description": "an idempotent replay", "headers": _REPLAY_HEADER},

@@ -15,22 +15,24 @@ from starlette.types import Receive, Scope, Send
 from studiolo._exceptions import StudioloError
 from studiolo.api import responses as s
 from studiolo.core.model import Event
+from studiolo.core.reasons import ErrorReason
 from studiolo.faces.http.deps import BearerToken, Caller, Door
 from studiolo.faces.http.feed import Feeds, ProjectFeed, sse_of
 from studiolo.faces.http.limits import StreamSlots
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.problems import problem_response
 from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import Coordinator, EventAccess
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["events"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 Seq = Annotated[int, Query(ge=0, le=2**53, description="return events with seq > after")]
 _KEEPALIVE_SECONDS = 15.0
 
 
-@router.get("/projects/{project_id}/events", summary="A page of the project's audit events")
+@operation(router, "events")
 def list_events(
     project_id: str,
     caller: Caller,
@@ -41,9 +43,9 @@ def list_events(
     return [s.EventOut.model_validate(e) for e in door.events(caller, project_id, after, limit)]
 
 
-@router.get(
-    "/projects/{project_id}/events/stream",
-    summary="Follow the project's events as Server-Sent Events (`id` = seq; honours Last-Event-ID)",
+@operation(
+    router,
+    "stream_events",
     response_class=StreamingResponse,
     responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
 )
@@ -62,7 +64,9 @@ async def stream_events(
     slots: StreamSlots = request.app.state.stream_slots
     if not slots.acquire(caller.id):
         detail = f"this principal already holds {slots.per_principal} open event streams"
-        return problem_response(429, reason="too_many_streams", detail=detail, headers={"Retry-After": "5"})
+        return problem_response(
+            429, reason=ErrorReason.TOO_MANY_STREAMS, detail=detail, headers={"Retry-After": "5"}
+        )
     feeds: Feeds = request.app.state.feeds
     feed = feeds.join(project_id)  # joined before the first read: that read covers its floor
 

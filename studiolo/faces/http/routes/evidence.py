@@ -10,51 +10,42 @@ from studiolo._exceptions import InvalidRequest
 from studiolo.api import responses as s
 from studiolo.api.requests import ReceiptIn, ReuseIn
 from studiolo.api.verification import CandidateTree, VerificationItem
-from studiolo.faces.http import render
+from studiolo.faces import render
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["evidence"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 
-@router.post("/candidates/{candidate_id}/receipts", status_code=201, summary="Post a signed receipt")
+@operation(router, "post_receipt")
 def post_receipt(candidate_id: str, body: ReceiptIn, caller: Caller, door: Door) -> s.ReceiptOut:
     return render.receipt(door.submit_receipt(caller, candidate_id, body.body, body.signature))
 
 
-@router.post(
-    "/candidates/{candidate_id}/receipts/reuse",
-    status_code=201,
-    summary="Link a receipt about the same bytes to this candidate (contracts that allow reuse)",
-)
+@operation(router, "reuse_receipt")
 def reuse_receipt(candidate_id: str, body: ReuseIn, caller: Caller, door: Door) -> s.ReceiptOut:
     return render.receipt(door.reuse_receipt(caller, candidate_id, body.receipt_id))
 
 
-@router.get(
-    "/candidates/{candidate_id}/tree",
-    summary="The exact file tree a verifier checks for this candidate",
-)
+@operation(router, "candidate_tree")
 def candidate_tree(candidate_id: str, caller: Caller, door: Door) -> CandidateTree:
     return door.candidate_tree(caller, candidate_id)
 
 
-@router.get("/candidates/{candidate_id}/receipts")
+@operation(router, "receipts")
 def list_receipts(candidate_id: str, caller: Caller, door: Door) -> list[s.ReceiptOut]:
     return [render.receipt(r) for r in door.receipts(caller, candidate_id)]
 
 
-@router.get("/receipts/{receipt_id}")
+@operation(router, "receipt")
 def show_receipt(receipt_id: str, caller: Caller, door: Door) -> s.ReceiptOut:
     return render.receipt(door.receipt(caller, receipt_id))
 
 
-@router.get(
-    "/verifications",
-    summary="Work for the calling verifier: criteria of current candidates it is admitted to check",
-)
+@operation(router, "verifications")
 def verifications(
     caller: Caller,
     door: Door,

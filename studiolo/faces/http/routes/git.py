@@ -8,37 +8,28 @@ from fastapi import APIRouter, Request
 from studiolo.api import responses as s
 from studiolo.api.requests import GitImportIn, GitMirrorIn
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.git.status import add_mirror, git_status
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["git"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 
-@router.get(
-    "/projects/{project_id}/git",
-    summary="The project's git branch: its commit, the ledger version it reflects, whether it lags",
-)
+@operation(router, "git_status")
 def status(project_id: str, request: Request, caller: Caller, door: Door) -> s.GitStatusOut:
     root = request.app.state.settings.git_root()
     return s.GitStatusOut.model_validate(git_status(door, caller, project_id, root))
 
 
-@router.post(
-    "/projects/{project_id}/git/import",
-    summary="Make a tree (a git commit's) the project's artifacts in one audited edit",
-)
+@operation(router, "git_import")
 def import_tree(project_id: str, body: GitImportIn, caller: Caller, door: Door) -> s.GitImportOut:
     files = {p: (f.digest, f.mode) for p, f in body.files.items()}
     return s.GitImportOut.model_validate(door.import_tree(caller, project_id, files, body.source))
 
 
-@router.post(
-    "/projects/{project_id}/git/mirrors",
-    status_code=201,
-    summary="Push every publication to another remote too (retried with backoff; its lag in the status)",
-)
+@operation(router, "git_mirror")
 def mirror(
     project_id: str, body: GitMirrorIn, request: Request, caller: Caller, door: Door
 ) -> s.GitMirrorOut:

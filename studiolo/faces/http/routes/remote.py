@@ -9,45 +9,38 @@ from fastapi import APIRouter, Query, Request
 
 from studiolo.api import responses as s
 from studiolo.api.requests import DelegateIn, OriginsIn, RemoteOrgIn, ReviewIn
-from studiolo.faces.a2a.requester import delegate
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.rendered import RenderedRoute
+from studiolo.workers.a2a.requester import delegate
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["delegation"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 
-@router.post(
-    "/projects/{project_id}/remote-orgs", status_code=201, summary="Pin a remote organisation's keys"
-)
+@operation(router, "add_remote_org")
 def add_remote_org(project_id: str, body: RemoteOrgIn, caller: Caller, door: Door) -> s.RemoteOrgOut:
     org = door.add_remote_org(caller, project_id, body.name, body.keys, body.target, body.origins)
     return s.RemoteOrgOut.model_validate(org)
 
 
-@router.put(
-    "/projects/{project_id}/remote-orgs/{name}/origins",
-    summary="Where the service may send requests for a remote organisation",
-)
+@operation(router, "set_remote_origins")
 def set_origins(project_id: str, name: str, body: OriginsIn, caller: Caller, door: Door) -> s.RemoteOrgOut:
     return s.RemoteOrgOut.model_validate(door.set_remote_origins(caller, project_id, name, body.origins))
 
 
-@router.get("/projects/{project_id}/remote-orgs", summary="Remote organisations and their pinned keys")
+@operation(router, "remote_orgs")
 def remote_orgs(project_id: str, caller: Caller, door: Door) -> list[s.RemoteOrgOut]:
     return [s.RemoteOrgOut.model_validate(o) for o in door.remote_orgs(caller, project_id)]
 
 
-@router.post(
-    "/projects/{project_id}/remote-orgs/{name}/revoke",
-    summary="Stop trusting a remote organisation (results in flight are refused)",
-)
+@operation(router, "revoke_remote_org")
 def revoke_remote_org(project_id: str, name: str, caller: Caller, door: Door) -> s.RemoteOrgOut:
     return s.RemoteOrgOut.model_validate(door.revoke_remote_org(caller, project_id, name))
 
 
-@router.post("/tasks/{task_id}/delegations", status_code=201, summary="Delegate a task to a remote A2A agent")
+@operation(router, "delegate")
 async def delegate_task(
     task_id: str, body: DelegateIn, caller: Caller, door: Door, request: Request
 ) -> s.DelegationOut:
@@ -61,12 +54,12 @@ async def delegate_task(
     return s.DelegationOut.model_validate(d)
 
 
-@router.get("/delegations/{delegation_id}", summary="A delegation and where its wait stands")
+@operation(router, "delegation")
 def show_delegation(delegation_id: str, caller: Caller, door: Door) -> s.DelegationOut:
     return s.DelegationOut.model_validate(door.remote_delegation(caller, delegation_id))
 
 
-@router.get("/projects/{project_id}/delegations", summary="The project's delegations to remote agents")
+@operation(router, "delegations")
 def delegations(
     project_id: str,
     caller: Caller,
@@ -76,14 +69,12 @@ def delegations(
     return [s.DelegationOut.model_validate(d) for d in door.remote_delegations(caller, project_id, state)]
 
 
-@router.get(
-    "/projects/{project_id}/delegations/review", summary="Indeterminate delegations awaiting an operator"
-)
+@operation(router, "review_queue")
 def review_queue(project_id: str, caller: Caller, door: Door) -> list[s.DelegationOut]:
     return [s.DelegationOut.model_validate(d) for d in door.remote_review_queue(caller, project_id)]
 
 
-@router.post("/delegations/{delegation_id}/review", summary="An operator finalizes or rejects (audited)")
+@operation(router, "review")
 def review(delegation_id: str, body: ReviewIn, caller: Caller, door: Door) -> s.DelegationOut:
     d = door.review_remote(caller, delegation_id, body.decision, body.note)
     return s.DelegationOut.model_validate(d)

@@ -9,16 +9,17 @@ from fastapi import APIRouter, Query
 
 from studiolo.api import responses as s
 from studiolo.api.requests import CancelIn, ClaimIn, HandoffIn, LeaseIn, MigrateIn, ReassignIn, TaskIn
-from studiolo.faces.http import render
+from studiolo.faces import render
 from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.operation import operation
 from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["work"], route_class=RenderedRoute)
+router = APIRouter(route_class=RenderedRoute)
 
 
-@router.post("/projects/{project_id}/tasks", status_code=201, summary="Create a task and pin its contract")
+@operation(router, "create_task")
 def create_task(project_id: str, body: TaskIn, caller: Caller, door: Door) -> s.TaskOut:
     t = door.create_task(
         caller,
@@ -35,7 +36,7 @@ def create_task(project_id: str, body: TaskIn, caller: Caller, door: Door) -> s.
     return s.TaskOut.model_validate(t)
 
 
-@router.get("/projects/{project_id}/tasks", summary="Tasks, each with its strongest established fact")
+@operation(router, "tasks")
 def list_tasks(
     project_id: str,
     caller: Caller,
@@ -48,17 +49,17 @@ def list_tasks(
     return [render.task_summary(v) for v in views]
 
 
-@router.get("/tasks/{task_id}", summary="A task with attempts, candidates, receipts, completion")
+@operation(router, "task")
 def show_task(task_id: str, caller: Caller, door: Door) -> s.TaskViewOut:
     return render.task_view(door.task_view(caller, task_id))
 
 
-@router.post("/tasks/{task_id}/cancel")
+@operation(router, "cancel")
 def cancel_task(task_id: str, caller: Caller, door: Door, body: CancelIn | None = None) -> s.TaskOut:
     return s.TaskOut.model_validate(door.cancel_task(caller, task_id, body.reason if body else ""))
 
 
-@router.post("/tasks/{task_id}/migrate", summary="Change the contract explicitly (a new hash)")
+@operation(router, "migrate")
 def migrate_task(task_id: str, body: MigrateIn, caller: Caller, door: Door) -> s.TaskOut:
     t = door.migrate_task(
         caller,
@@ -71,34 +72,34 @@ def migrate_task(task_id: str, body: MigrateIn, caller: Caller, door: Door) -> s
     return s.TaskOut.model_validate(t)
 
 
-@router.post("/tasks/{task_id}/attempts", status_code=201, summary="Claim: start an attempt with a lease")
+@operation(router, "claim")
 def claim(task_id: str, caller: Caller, door: Door, body: ClaimIn | None = None) -> s.AttemptOut:
     return s.AttemptOut.model_validate(door.claim(caller, task_id, body.lease_seconds if body else None))
 
 
-@router.post("/tasks/{task_id}/reassign", status_code=201, summary="Replace the current attempt")
+@operation(router, "reassign")
 def reassign(task_id: str, body: ReassignIn, caller: Caller, door: Door) -> s.AttemptOut:
     return s.AttemptOut.model_validate(door.reassign(caller, task_id, body.principal_id, body.lease_seconds))
 
 
-@router.get("/attempts/{attempt_id}")
+@operation(router, "attempt")
 def show_attempt(attempt_id: str, caller: Caller, door: Door) -> s.AttemptOut:
     return s.AttemptOut.model_validate(door.attempt(caller, attempt_id))
 
 
-@router.post("/attempts/{attempt_id}/heartbeat", summary="Extend the lease of a live attempt")
+@operation(router, "heartbeat")
 def heartbeat(attempt_id: str, caller: Caller, door: Door, body: LeaseIn | None = None) -> s.AttemptOut:
     return s.AttemptOut.model_validate(
         door.heartbeat(caller, attempt_id, body.lease_seconds if body else None)
     )
 
 
-@router.post("/attempts/{attempt_id}/release", summary="Give the task back (it becomes open)")
+@operation(router, "release")
 def release(attempt_id: str, caller: Caller, door: Door) -> s.AttemptOut:
     return s.AttemptOut.model_validate(door.release(caller, attempt_id))
 
 
-@router.post("/attempts/{attempt_id}/handoff", status_code=201, summary="Leave references for a successor")
+@operation(router, "handoff")
 def leave_handoff(attempt_id: str, body: HandoffIn, caller: Caller, door: Door) -> s.HandoffOut:
     h = door.handoff(
         caller, attempt_id, artifacts=body.artifacts, obligations=body.obligations, notes=body.notes
@@ -106,6 +107,6 @@ def leave_handoff(attempt_id: str, body: HandoffIn, caller: Caller, door: Door) 
     return s.HandoffOut.model_validate(h)
 
 
-@router.get("/tasks/{task_id}/handoff", summary="The latest handoff, with what is still current")
+@operation(router, "handoff_view")
 def show_handoff(task_id: str, caller: Caller, door: Door) -> s.HandoffViewOut:
     return s.HandoffViewOut.model_validate(door.handoff_view(caller, task_id))

@@ -1,4 +1,5 @@
-"""The responses that are not a domain value read attribute by attribute (those are
+"""Door values as wire models, shared by every face (HTTP, MCP, A2A): the responses that are
+not a domain value read attribute by attribute (those are
 `Model.model_validate(value)`, see `studiolo.api.responses`)."""
 
 from __future__ import annotations

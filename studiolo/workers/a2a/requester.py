@@ -45,12 +45,14 @@ from studiolo.core.quiescence import (
     Outcome,
     OutcomeKind,
     QuiescencePolicy,
+    RemoteTaskView,
     SignedArtifact,
     TaskState,
-    TaskView,
     verify_and_quiesce,
 )
+from studiolo.core.reasons import ErrorReason
 from studiolo.core.remote import (
+    MANIFEST_EXTENSION,
     RemoteDelegation,
     RemoteFile,
     RemoteOrg,
@@ -58,14 +60,13 @@ from studiolo.core.remote import (
     RemoteState,
     origin_of,
 )
-from studiolo.faces.a2a.capped import remote_client
-from studiolo.faces.a2a.hints import Hints
-from studiolo.faces.a2a.jws import card_payload
-from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION
-from studiolo.faces.a2a.origins import OriginRefused
-from studiolo.faces.a2a.remote_view import manifest_kid, read_task
+from studiolo.jws import card_payload
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
+from studiolo.workers.a2a.capped import remote_client
+from studiolo.workers.a2a.hints import Hints
+from studiolo.workers.a2a.origins import OriginRefused
+from studiolo.workers.a2a.remote_view import manifest_kid, read_task
 
 __all__ = [
     "CardCheck",
@@ -126,7 +127,7 @@ async def fetch_verified_card(agent_url: str, org: RemoteOrg, *, deadline: float
     for kid in sorted(org.keys):
         if _card_verifies(card, kid, org.keys[kid]):
             return CardCheck(card, digest_bytes(card_payload(card)), kid)
-    raise InvalidRequest("the agent card is not signed by a pinned key", reason="signature_invalid")
+    raise InvalidRequest("the agent card is not signed by a pinned key", reason=ErrorReason.SIGNATURE_INVALID)
 
 
 def check_origin(url: str, org: RemoteOrg) -> None:
@@ -401,7 +402,7 @@ class Requester:
         latest = _Latest()
         remote_id, loop = d.remote_task_id, self._loop
 
-        def read_view() -> TaskView:
+        def read_view() -> RemoteTaskView:
             self.door.remote_keepalive(d.id)
             try:
                 task = _on(
@@ -411,12 +412,12 @@ class Requester:
                 raise
             except Exception as exc:  # unreachable now: not a terminal read, so not final
                 log.info("delegation %s: GetTask failed (%s)", d.id, exc)
-                return TaskView(remote_id, TaskState.UNKNOWN)
+                return RemoteTaskView(remote_id, TaskState.UNKNOWN)
             read = read_task(task)
             latest.inline = read.inline
             return read.view
 
-        def verify(view: TaskView) -> bool:
+        def verify(view: RemoteTaskView) -> bool:
             latest.kid = manifest_kid(view, d.pinned)
             return latest.kid is not None
 

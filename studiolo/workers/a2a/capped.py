@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from studiolo.faces.a2a.origins import OriginGuard
+from studiolo.workers.a2a.origins import OriginGuard
 
 __all__ = ["CappedTransport", "DeadlineExceeded", "ResponseTooLarge", "remote_client"]
 

@@ -18,9 +18,15 @@ from a2a.types.a2a_pb2 import Artifact, Task
 from a2a.types.a2a_pb2 import TaskState as WireState
 
 from studiolo.core.canonical import canonical_json
-from studiolo.core.quiescence import ArtifactIntegrityError, Channel, SignedArtifact, TaskState, TaskView
-from studiolo.faces.a2a.jws import verify_detached
-from studiolo.faces.a2a.mapping import MANIFEST_EXTENSION, MANIFEST_ID
+from studiolo.core.quiescence import (
+    ArtifactIntegrityError,
+    Channel,
+    RemoteTaskView,
+    SignedArtifact,
+    TaskState,
+)
+from studiolo.core.remote import MANIFEST_EXTENSION, MANIFEST_ID
+from studiolo.jws import verify_detached
 
 __all__ = ["RemoteRead", "manifest_kid", "read_task"]
 
@@ -33,7 +39,7 @@ _HEX = frozenset("0123456789abcdef")
 class RemoteRead:
     """One GetTask: the view for the check, and the inline bytes by artifact id."""
 
-    view: TaskView
+    view: RemoteTaskView
     inline: Mapping[str, bytes]
 
 
@@ -45,7 +51,7 @@ def read_task(task: Task) -> RemoteRead:
     manifests = [a for a in task.artifacts if _is_manifest(a)]
     if not manifests:
         unsigned = tuple(sorted(a.artifact_id for a in task.artifacts))
-        return RemoteRead(TaskView(task.id, state, unsigned=unsigned), inline)
+        return RemoteRead(RemoteTaskView(task.id, state, unsigned=unsigned), inline)
     if len(manifests) > 1:
         raise ArtifactIntegrityError("invalid_manifest", "two manifests on one task")
     text = _text(manifests[0])
@@ -53,7 +59,7 @@ def read_task(task: Task) -> RemoteRead:
     entries = tuple(_entry(e) for e in manifest["artifacts"])
     listed = {e.artifact_id for e in entries} | {manifests[0].artifact_id}
     unsigned = tuple(sorted(a.artifact_id for a in task.artifacts if a.artifact_id not in listed))
-    view = TaskView(
+    view = RemoteTaskView(
         task.id,
         state,
         entries,
@@ -65,7 +71,7 @@ def read_task(task: Task) -> RemoteRead:
     return RemoteRead(view, inline)
 
 
-def manifest_kid(view: TaskView, pinned: Mapping[str, str]) -> str | None:
+def manifest_kid(view: RemoteTaskView, pinned: Mapping[str, str]) -> str | None:
     """The pinned key that signed this view's manifest, else None."""
     try:
         envelope = json.loads(view.signed_manifest)
