@@ -9,7 +9,8 @@ complete (retrying a lost answer with the same request id, sometimes replaying a
 one), and one chaos client that revokes and re-grants grants, reassigns tasks and edits
 the inputs and targets. Meanwhile the fault loop, every `--kill-every` seconds, kills one
 replica with SIGKILL (no shutdown: transactions cut off mid-flight), starts it again and
-times how long until it answers `/healthz` (its recovery). On PostgreSQL the ledger is a
+times how long until it answers `/healthz` (its recovery); kills overlap recoveries, but
+one replica is always left answering. On PostgreSQL the ledger is a
 private cluster this script starts with `initdb` in a temporary directory (never the
 system's server), and `--pg-restarts` times during the run it restarts that server
 (`pg_ctl restart -m immediate`: a crash, then recovery) and times until every replica
@@ -97,8 +98,11 @@ class PrivatePostgres:
 
 
 class Faults:
-    """The fault loop: SIGKILL a replica and restart it, now and then restart the database.
-    Every fault is a window (start, end = everything answers again) and a recovery time."""
+    """The fault loop: SIGKILL a replica and restart it, now and then crash-restart the
+    database. A killed replica recovers in a thread of its own, so the next kill need not
+    wait for it; a kill always leaves one replica answering (unless there is only one). A
+    database restart waits for every replica's recovery first. Every fault is a window
+    (start, end = everything it took down answers again) and a recovery time."""
 
     def __init__(
         self,
@@ -114,9 +118,12 @@ class Faults:
         self._pg_at = [spacing * (i + 1) for i in range(pg_restarts)] if pg is not None else []
         self.windows: list[tuple[float, float]] = []
         self.recovery: dict[str, list[float]] = {"replica_kill": [], "pg_restart": []}
+        self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="faults", daemon=True)
-        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._recovering: set[int] = set()  # replicas killed and not yet answering
+        self._recoveries: list[threading.Thread] = []
 
     def start(self) -> None:
         self._started = time.monotonic()
@@ -128,32 +135,56 @@ class Faults:
 
     def _run(self) -> None:
         while not self._stop.wait(self.kill_every):
-            try:
-                if self._pg_at and time.monotonic() - self._started >= self._pg_at[0]:
-                    self._pg_at.pop(0)
-                    self._fault("pg_restart", self._restart_pg)
-                else:
-                    self._fault("replica_kill", self._kill_one)
-            except Exception as exc:  # a fault that did not recover is a finding, not a crash
-                self.errors.append(repr(exc))
+            if self._pg_at and time.monotonic() - self._started >= self._pg_at[0]:
+                self._pg_at.pop(0)
+                self._join_recoveries()
+                self._fault("pg_restart", self._restart_pg)
+                continue
+            with self._lock:
+                up = [i for i in range(len(self.cluster.replicas)) if i not in self._recovering]
+                if not up or (len(self.cluster.replicas) > 1 and len(up) < 2):
+                    continue
+                victim = self.rng.choice(up)
+                self._recovering.add(victim)
+            thread = threading.Thread(target=self._kill_and_recover, args=(victim,), daemon=True)
+            thread.start()
+            self._recoveries.append(thread)
+        self._join_recoveries()
+
+    def _join_recoveries(self) -> None:
+        for thread in self._recoveries:
+            thread.join(300)
+        self._recoveries.clear()
+
+    def _kill_and_recover(self, index: int) -> None:
+        replica = self.cluster.replicas[index]
+
+        def restart() -> None:
+            replica.kill()
+            replica.launch()
+            replica.wait_healthy(180.0)
+
+        try:
+            self._fault("replica_kill", restart)
+        finally:
+            with self._lock:
+                self._recovering.discard(index)
 
     def _fault(self, kind: str, act: Any) -> None:
         began, t0 = time.time(), time.monotonic()
-        act()
+        try:
+            act()
+        except Exception as exc:  # a fault that did not recover is a finding, not a crash
+            self.errors.append(f"{kind}: {exc!r}")
+            return
         self.recovery[kind].append(time.monotonic() - t0)
         self.windows.append((began, time.time()))
-
-    def _kill_one(self) -> None:
-        replica = self.rng.choice(self.cluster.replicas)
-        replica.kill()
-        replica.launch()
-        replica.wait_healthy(120.0)
 
     def _restart_pg(self) -> None:
         assert self.pg is not None
         self.pg.restart()
         for replica in self.cluster.replicas:
-            replica.wait_healthy(120.0)  # /healthz reads the ledger: the pool reconnected
+            replica.wait_healthy(180.0)  # /healthz reads the ledger: the pool reconnected
 
     def during(self, at: float) -> bool:
         return any(a <= at <= b for a, b in self.windows)
