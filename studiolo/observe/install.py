@@ -86,4 +86,11 @@ def install(
     log = JsonLog(log_stream) if settings.log_format == "json" else None
     store.hooks = StoreWatch(metrics, log)
     counted = metrics if settings.metrics else None
-    app.add_middleware(Observed, metrics=counted, log=log, principal_key=principal_key, tracer=tracer)
+    app.add_middleware(
+        Observed,
+        metrics=counted,
+        log=log,
+        principal_key=principal_key,
+        tracer=tracer,
+        routes=app.router.routes,
+    )

@@ -133,6 +133,20 @@ def test_event_counts_take_only_known_label_values(world: World) -> None:
     assert results == {"pass": 1, "other": 1}
 
 
+def test_plain_starlette_routes_and_mounts_are_named_by_template(actors: Actors) -> None:
+    paths = ["/openapi.json", "/git/nothing.git/info/refs", "/a2a/anything", "/ui/static/nothing.css"]
+    with httpx.Client(base_url=actors.url, transport=actors.transport) as http:
+        statuses = [http.get(p).status_code for p in paths]
+        text = http.get("/metrics").text
+    routes = {
+        (s.labels["route"], s.labels["status"])
+        for s in _samples(text)["studiolo_http_requests"]
+        if s.name.endswith("_total")
+    }
+    expected = ["/openapi.json", "/git/{repo}/{rest:path}", "/a2a/…", "/ui/static/…"]
+    assert {(r, str(c)) for r, c in zip(expected, statuses, strict=True)} <= routes, routes
+
+
 def test_hostile_paths_and_methods_cannot_mint_series(actors: Actors) -> None:
     with httpx.Client(base_url=actors.url, transport=actors.transport) as http:
         for i in range(50):
