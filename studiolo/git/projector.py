@@ -118,6 +118,9 @@ class Projector:
         time per repository: this process's lock, then a lock file other processes take too
         (the server's clone path and the projector's own process, `child.py`)."""
         with self._lock, self._file_lock(project_id):
+            if self._exists(project_id):  # a publisher killed mid-write (kill -9) left these
+                for stale in self.repo(project_id).clear_stale_locks():
+                    log.warning("%s: removed %s, left by a killed publisher", project_id, stale)
             count = 0
             while True:
                 n = self._publish_batch(project_id)
