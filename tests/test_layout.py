@@ -26,7 +26,7 @@ CROSS_FACE = {
 # Modules of faces/ that start a thread of their own: the server itself, not a worker.
 FACE_THREADS = {
     "studiolo.faces.http.server": "the uvicorn server's thread (an embedded server)",
-    "studiolo.faces.http.hot": "the heartbeat lane's batcher (issue 34 part A removes the lane)",
+    "studiolo.faces.http.leases": "the heartbeat lane's batcher (the store's group commit may replace it)",
 }
 
 
