@@ -81,6 +81,7 @@ class _CallerScheme(_BearerScheme):
         principal = door.authenticate_cached(token)
         if principal is None:
             principal = await run_in_threadpool(door.authenticate, token)
+        request.scope.setdefault("state", {})[_PRINCIPAL] = principal  # for the request's log line
         return principal
 
 
