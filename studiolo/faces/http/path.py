@@ -40,7 +40,7 @@ from studiolo._exceptions import InvalidRequest, PayloadTooLarge, StudioloError,
 from studiolo.api.operations import OPERATIONS, Operation
 from studiolo.api.requests import invalid_request
 from studiolo.core.model import Principal
-from studiolo.faces.http.deps import PRINCIPAL_KEY
+from studiolo.faces.http.deps import PRINCIPAL_KEY, bearer_token
 from studiolo.faces.http.leases import LeaseLane
 from studiolo.faces.http.problems import error_response, unexpected_response
 from studiolo.observe.http import ROUTE_KEY
@@ -158,7 +158,7 @@ class OperationPath:
         headers = dict(scope["headers"])
         caller: Principal | None = None
         if one.op.auth == "bearer":
-            token = _bearer(headers)
+            token = bearer_token(scope)
             caller = self.door.authenticate_cached(token) if token else None
             if caller is None:
                 caller = await run_in_threadpool(self._authenticate, token)
@@ -306,8 +306,3 @@ def _route_path(scope: Scope) -> str:
     if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
         return path[len(root) :]
     return path
-
-
-def _bearer(headers: dict[bytes, bytes]) -> str | None:
-    scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
