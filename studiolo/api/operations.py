@@ -245,7 +245,7 @@ OPERATIONS: dict[str, Operation] = _ops(
         "The project's git branch: its commit, the ledger version it reflects, whether it lags"),
     _op("git_import", "POST", f"{_P}/git/import", "git", "GitImportOut",
         "Make a tree (a git commit's) the project's artifacts in one audited edit",
-        request="GitImportIn"),
+        request="GitImportIn", cap="max_request_bytes"),  # it lists every path of a tree
     _op("git_mirror", "POST", f"{_P}/git/mirrors", "git", "GitMirrorOut",
         "Push every publication to another remote too (retried with backoff; its lag in the status)",
         request="GitMirrorIn", status=201),
