@@ -13,6 +13,8 @@ from studiolo.eval.oracle import label_decisions
 from studiolo.eval.proxy import Faults
 
 STANDIN = f"{sys.executable} -m studiolo.eval.live_mcp_agent"  # a user's agent: only the MCP config
+# deadline_s is a guard against a hung run, not a timing claim: a loaded machine (load 12 in
+# CI, beside the verifier's sandboxed suites) needed more than 120 s for three tasks
 
 
 @pytest.mark.slow
@@ -21,7 +23,7 @@ def test_an_mcp_and_an_http_agent_through_faults_accept_nothing_ineligible(
 ) -> None:
     repo, until = small_repo
     faults = Faults(latency_ms=(0, 10), stall=0.05, stall_seconds=0.3, reset=0.1, cut=0.03)
-    result = run_live(LiveConfig(str(repo), until, 3, seed=2, faults=faults, deadline_s=120))
+    result = run_live(LiveConfig(str(repo), until, 3, seed=2, faults=faults, deadline_s=900))
     assert result["agent_exit_codes"] == [0, 0], result["agent_stderr"]
     assert result["audit_chain_ok"]
     assert result["completed"] == result["tasks"] == 3
@@ -44,7 +46,7 @@ def test_a_users_agent_command_works_over_mcp_stdio(small_repo: tuple[Path, str]
         edits=0,
         faults=Faults(reset=0.0, cut=0.0),
         agent_cmd=STANDIN,
-        deadline_s=120,
+        deadline_s=900,
     )
     result = run_live(config)
     assert result["agent_exit_codes"] == [0]
