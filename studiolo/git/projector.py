@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,26 +52,30 @@ class _Inputs:
     key: ServiceKey | None = None
 
 
-def _read_inputs(tx: Tx, pubs: Iterable[Publication]) -> _Inputs:
+def _read_inputs(tx: Tx, pubs: Sequence[Publication]) -> _Inputs:
+    """One statement per kind of input for the whole batch (not one per publication)."""
     got = _Inputs()
     key_text = tx.meta.get("service_key")
     got.key = ServiceKey.from_text(key_text) if key_text else None
+    tasks = {
+        task for pub in pubs if pub.kind == "completion" and isinstance(task := pub.meta.get("task"), str)
+    }
+    later = {task: tx.work.completion_of_task_later(task) for task in sorted(tasks)}  # pipelined
+    got.chain = dict.fromkeys((pub.version for pub in pubs), None)
+    got.chain.update(tx.publications.event_hashes([pub.version for pub in pubs]))
+    for actor in sorted({pub.actor for pub in pubs if pub.actor}):
+        who = tx.access.principal(actor)
+        got.names[actor] = who.name if who else actor
+    wanted = {digest for pub in pubs for digest, _mode in pub.changes.values() if digest}
+    got.blobs = tx.content.blobs(wanted)
     for pub in pubs:
-        got.chain[pub.version] = tx.publications.event_hash(pub.version)
-        if pub.actor and pub.actor not in got.names:
-            who = tx.access.principal(pub.actor)
-            got.names[pub.actor] = who.name if who else pub.actor
         for digest, _mode in pub.changes.values():
             if digest and digest not in got.blobs:
-                data = tx.content.blob(digest)
-                if data is None:
-                    raise LookupError(f"blob {digest} of version {pub.version} is missing from the ledger")
-                got.blobs[digest] = data
-        task = pub.meta.get("task")
-        if pub.kind == "completion" and isinstance(task, str):
-            done = tx.work.completion_of_task(task)
-            if done is not None:
-                got.receipts[task] = (dict(done.receipt), done.signature)
+                raise LookupError(f"blob {digest} of version {pub.version} is missing from the ledger")
+    for task, answer in later.items():
+        done = answer()
+        if done:
+            got.receipts[task] = (dict(done[0].receipt), done[0].signature)
     return got
 
 
@@ -151,12 +155,17 @@ class Projector:
             os.close(fd)  # releases the lock
 
     def _publish_batch(self, project_id: str) -> int:
-        head, version = self.repo(project_id).tip(BRANCH) if self._exists(project_id) else (None, 0)
-        pubs = self.store.read(lambda tx: tx.publications.after(project_id, version, self.batch))
+        opened = self.repo(project_id) if self._exists(project_id) else None  # one open a batch
+        head, version = opened.tip(BRANCH) if opened is not None else (None, 0)
+
+        def read(tx: Tx) -> tuple[list[Publication], _Inputs]:  # the log and its inputs: one read
+            pubs = tx.publications.after(project_id, version, self.batch)
+            return pubs, _read_inputs(tx, pubs) if pubs else _Inputs()
+
+        pubs, inputs = self.store.read(read)
         if not pubs:
             return 0
-        repo = self.repo(project_id)
-        inputs = self.store.read(lambda tx: _read_inputs(tx, pubs))
+        repo = opened if opened is not None else self.repo(project_id)
         notes_tip, noted = repo.tip(NOTES)
         notes = notes_tip
         tip = head

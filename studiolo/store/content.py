@@ -231,6 +231,16 @@ class ContentRepo:
         row = self._c.execute(select(s.blobs.c.data).where(s.blobs.c.digest == digest)).first()
         return bytes(row.data) if row else None
 
+    def blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
+        """`blob` of each digest stored (a missing one is absent): one statement per chunk."""
+        wanted = sorted(set(digests))
+        out: dict[str, bytes] = {}
+        for i in range(0, len(wanted), _CHUNK):
+            part = wanted[i : i + _CHUNK]
+            rows = self._c.execute(select(s.blobs.c.digest, s.blobs.c.data).where(s.blobs.c.digest.in_(part)))
+            out.update((str(r.digest), bytes(r.data)) for r in rows)
+        return out
+
     def delete_blobs(self, digests: Iterable[str]) -> int:
         """Delete these blobs and every project's reference to them; how many blobs went."""
         wanted = list(digests)

@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 
 from studiolo.core.model import FileMode, Publication
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw
+from studiolo.store._raw import Raw, in_list, in_params
 
 __all__ = ["PublicationRepo"]
 
@@ -72,6 +72,17 @@ class PublicationRepo:
         """The audit event's hash at a version: the chain's head right after that change."""
         row = self._raw.one(_EVENT, {"v": version})
         return str(row[0]) if row else None
+
+    def event_hashes(self, versions: Sequence[int]) -> dict[int, str]:
+        """`event_hash` of each version (those with an event): one statement per 400."""
+        out: dict[int, str] = {}
+        wanted = sorted(set(versions))
+        for i in range(0, len(wanted), 400):
+            part = wanted[i : i + 400]
+            sql = "SELECT seq, hash FROM events WHERE seq IN " + in_list("v", len(part))
+            for seq, hash_ in self._raw.all(sql, in_params("v", part)):
+                out[int(seq)] = str(hash_)
+        return out
 
 
 def _publication(row: Sequence[Any]) -> Publication:

@@ -118,3 +118,23 @@ def test_declared_revisions_are_the_two_reads_in_one(store: Store, n: int) -> No
     )
     assert both == apart
     assert both[0][paths[0]] == 1 and both[0][paths[1]] == 0 and both[1]["src/"] == (n + 1) // 2
+
+
+def test_blobs_reads_many_digests_at_once_and_leaves_out_the_missing(store: Store) -> None:
+    """The projector's batch read (`ContentRepo.blobs`): across a chunk boundary, the bytes of
+    each stored digest exactly as `blob` gives them, and no entry for a digest not stored."""
+    from studiolo.core.canonical import digest_bytes
+
+    datas = [f"file {i}\n".encode() * (i % 7 + 1) for i in range(450)] + [b"", b"\x00\xff"]
+    digests = [digest_bytes(d) for d in datas]
+
+    def put(tx: Tx) -> None:
+        for digest, data in zip(digests, datas, strict=True):
+            tx.content.put_blob(digest, data, 1.0)
+
+    store.write(put)
+    missing = ["sha256:" + "9" * 64, "sha256:" + "8" * 64]
+    got = store.read(lambda tx: tx.content.blobs([*digests, *missing, digests[0]]))
+    assert got == dict(zip(digests, datas, strict=True))
+    assert got == {d: store.read(lambda tx, d=d: tx.content.blob(d)) for d in digests}
+    assert store.read(lambda tx: tx.content.blobs([])) == {}
