@@ -62,7 +62,7 @@ class Settings:
     # Operating it (docs/operations.md, "Metrics, logs and traces")
     metrics: bool = True  # count and time requests, completions, groups, retries (`GET /metrics`)
     metrics_dir: str = ""  # the workers' shared metric files (`serve` makes a temporary one)
-    log_format: str = "json"  # "json": a line per request and per state change on stderr; "off"
+    log_format: str = "off"  # "json": a line per request and per state change on stderr (from_env's default)
     tracing: bool = False  # OpenTelemetry spans to the global tracer provider (the `otel` extra)
 
     @classmethod
@@ -112,7 +112,7 @@ class Settings:
             git_checkpoint_seconds=float(e.get("STUDIOLO_GIT_CHECKPOINT", base.git_checkpoint_seconds)),
             metrics=e.get("STUDIOLO_METRICS", "1") not in ("0", "false", "no"),
             metrics_dir=e.get("STUDIOLO_METRICS_DIR", base.metrics_dir),
-            log_format=e.get("STUDIOLO_LOG", base.log_format),
+            log_format=e.get("STUDIOLO_LOG", "json"),
             tracing=e.get("STUDIOLO_TRACING", "0") not in ("0", "false", "no", ""),
         )
 

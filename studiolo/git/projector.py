@@ -100,6 +100,7 @@ class Projector:
         self._dirty_lock = threading.Lock()
         self._listening = False
         self.mirrors = Mirrors()
+        self.lagged: Callable[[float], None] | None = None  # told each commit's publication lag (s)
 
     def repo(self, project_id: str) -> GitRepo:
         return GitRepo(repository_path(self.root, project_id))
@@ -143,6 +144,10 @@ class Projector:
             repo.advance(NOTES, notes_tip, notes)  # notes first: they name commits the branch will hold
         assert tip is not None
         repo.advance(BRANCH, head, tip)
+        if self.lagged is not None:
+            now = self.clock()
+            for pub in pubs:
+                self.lagged(now - pub.at)
         if self.on_published is not None:
             self.on_published(project_id, pubs[-1].version)
         return len(pubs)

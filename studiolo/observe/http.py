@@ -10,16 +10,18 @@ never the path itself, so no caller can make a new time series.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry import trace
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo.observe.context import REQUEST_ID, new_request_id
-from studiolo.observe.logs import log_request
-from studiolo.observe.metrics import Metrics
+from studiolo.observe.logs import JsonLog
+from studiolo.observe.metrics import METHODS, Metrics
 
-__all__ = ["HEADER", "ROUTE_KEY", "Observed", "route_template"]
+__all__ = ["HEADER", "ROUTE_KEY", "Observed", "Templates"]
 
 HEADER = b"x-request-id"
 ROUTE_KEY = "studiolo.route"  # where a face that bypasses the router names the route it served
@@ -32,11 +34,13 @@ class Observed:
         app: ASGIApp,
         metrics: Metrics | None,
         *,
-        log: bool = True,
+        log: JsonLog | None = None,
         principal_key: str = "",
         tracer: trace.Tracer | None = None,
+        routes: Sequence[BaseRoute] = (),
     ) -> None:
         self.app = app
+        self.template = Templates(routes)
         self.metrics = metrics
         self.log = log
         self.principal_key = principal_key
@@ -87,7 +91,7 @@ class Observed:
             try:
                 await self.app(scope, receive, answer)
             finally:
-                route = route_template(scope)
+                route = self.template(scope)
                 span.update_name(f"{method} {route}")
                 span.set_attribute("http.route", route)
                 span.set_attribute("http.response.status_code", status)
@@ -95,27 +99,53 @@ class Observed:
                     span.set_status(trace.StatusCode.ERROR)
 
     def _done(self, scope: Scope, request_id: str, status: int, seconds: float) -> None:
-        route = route_template(scope)
+        route = self.template(scope)
         method: str = scope["method"]
         if self.metrics is not None:
             self.metrics.request(method, route, status, seconds)
             if route == _COMPLETE and method == "POST":
                 outcome = "replayed" if status == 200 else "accepted" if status == 201 else "rejected"
                 self.metrics.completion_request(outcome, seconds)
-        if self.log:
+        if self.log is not None:
             principal = scope.get("state", {}).get(self.principal_key) if self.principal_key else None
-            log_request(request_id, method, route, status, seconds, getattr(principal, "id", None))
+            shown = method if method in METHODS else "OTHER"
+            self.log.request(request_id, shown, route, status, seconds, getattr(principal, "id", None))
 
 
-def route_template(scope: Scope) -> str:
-    named = scope.get(ROUTE_KEY)
-    if isinstance(named, str):
-        return named
-    route: Any = scope.get("route")
-    path = getattr(route, "path_format", None) or getattr(route, "path", None)
-    if isinstance(path, str):
-        return str(scope.get("app_root_path") or "") + path if "app_root_path" in scope else path
-    mounted = scope.get("root_path")
-    if isinstance(mounted, str) and mounted:
-        return mounted + "/…"
-    return "unmatched"
+class Templates:
+    """A request's route template, once the app answered it: what the router matched
+    (`scope["route"]`, FastAPI's routes), what a fast lane named (`ROUTE_KEY`), the path of
+    the plain Starlette route whose endpoint ran (the OpenAPI document, the git projection:
+    found by endpoint among `routes`, never by scanning), the mount it went to, else
+    `unmatched`."""
+
+    def __init__(self, routes: Sequence[BaseRoute] = ()) -> None:
+        self._routes = routes
+        self._seen = -1  # how many routes `_paths` was built from (mounts are added later)
+        self._paths: dict[Any, str] = {}
+
+    def __call__(self, scope: Scope) -> str:
+        named = scope.get(ROUTE_KEY)
+        if isinstance(named, str):
+            return named
+        path = getattr(scope.get("route"), "path_format", None)
+        if isinstance(path, str):
+            return path
+        endpoint = scope.get("endpoint")
+        if endpoint is not None:
+            found = self._path_of(endpoint)
+            if found is not None:
+                return found
+        mounted = scope.get("root_path")
+        if isinstance(mounted, str) and mounted:
+            return mounted + "/…"
+        return "unmatched"
+
+    def _path_of(self, endpoint: Any) -> str | None:
+        if len(self._routes) != self._seen:
+            self._paths = {r.endpoint: r.path for r in self._routes if isinstance(r, Route)}
+            self._seen = len(self._routes)
+        try:
+            return self._paths.get(endpoint)
+        except TypeError:  # an unhashable endpoint
+            return None

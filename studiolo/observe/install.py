@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 from opentelemetry import trace
 from starlette.applications import Starlette
 
+from studiolo.core.enums import ReceiptResult
 from studiolo.core.model import Event
+from studiolo.core.remote import RemoteState
 from studiolo.observe import multiprocess
+from studiolo.observe.context import REQUEST_ID
 from studiolo.observe.http import Observed
-from studiolo.observe.logs import log_events
+from studiolo.observe.logs import JsonLog
 from studiolo.observe.metrics import Metrics
 from studiolo.settings import Settings
 from studiolo.store import Store
@@ -23,19 +27,43 @@ __all__ = ["StoreWatch", "install", "metrics_for"]
 class StoreWatch(StoreHooks):
     """The store's reports, as metrics and event log lines."""
 
-    def __init__(self, metrics: Metrics, *, log: bool) -> None:
+    def __init__(self, metrics: Metrics, log: JsonLog | None) -> None:
         self.metrics = metrics
         self.log = log
 
     def committed(self, events: Sequence[Event]) -> None:
-        if self.log:
-            log_events(events)
+        if self.log is not None:
+            self.log.events(events, REQUEST_ID.get())
+        for e in events:
+            if e.kind in _COUNTED:
+                _count(self.metrics, e)
 
     def group_committed(self, size: int, waited: float) -> None:
         self.metrics.group_committed(size, waited)
 
     def retried(self) -> None:
         self.metrics.serialization_retry()
+
+
+# the committed events the metrics count (by kind); every label value checked against its enum
+_COUNTED = frozenset(
+    {"a2a.delegated", "a2a.refused", "a2a.remote.delegated", "a2a.remote.state", "receipt.recorded"}
+)
+_REMOTE_STATES = frozenset(s.value for s in RemoteState)
+_RESULTS = frozenset(r.value for r in ReceiptResult)
+
+
+def _count(metrics: Metrics, e: Event) -> None:
+    if e.kind == "receipt.recorded":
+        result = e.data.get("result")
+        metrics.receipt(result if result in _RESULTS else "other")
+    elif e.kind == "a2a.remote.state":
+        state = e.data.get("dst")
+        metrics.delegation("outbound", state if state in _REMOTE_STATES else "other")
+    elif e.kind == "a2a.remote.delegated":
+        metrics.delegation("outbound", RemoteState.DELEGATED.value)
+    else:  # an inbound delegation, taken or refused
+        metrics.delegation("inbound", e.kind.removeprefix("a2a."))
 
 
 def metrics_for(settings: Settings) -> Metrics:
@@ -51,9 +79,18 @@ def install(
     settings: Settings,
     principal_key: str,
     tracer: trace.Tracer | None = None,
+    log_stream: IO[str] | None = None,
 ) -> None:
-    """The outermost middleware (call it after every other `add_middleware`) and the store's hooks."""
-    log = settings.log_format == "json"
-    store.hooks = StoreWatch(metrics, log=log)
+    """The outermost middleware (call it after every other `add_middleware`) and the store's
+    hooks. Log lines go to `log_stream` (stderr) if `settings.log_format` is "json"."""
+    log = JsonLog(log_stream) if settings.log_format == "json" else None
+    store.hooks = StoreWatch(metrics, log)
     counted = metrics if settings.metrics else None
-    app.add_middleware(Observed, metrics=counted, log=log, principal_key=principal_key, tracer=tracer)
+    app.add_middleware(
+        Observed,
+        metrics=counted,
+        log=log,
+        principal_key=principal_key,
+        tracer=tracer,
+        routes=app.router.routes,
+    )

@@ -17,14 +17,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-__all__ = ["CONTENT_TYPE", "Metrics"]
+__all__ = ["CONTENT_TYPE", "METHODS", "Metrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Request and completion latencies: 1 ms to 10 s (a completion on PostgreSQL is a few ms).
 _SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _WAITS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0)  # queueing before a batch
+_LAG = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)  # commit → git
 _SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # writes in one batch or group
-_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class Metrics:
@@ -73,6 +74,19 @@ class Metrics:
             "Time a write waited in the group-commit queue before its group.",
             buckets=_WAITS, registry=r,
         )  # fmt: skip
+        self.delegations = Counter(
+            "studiolo_a2a_delegation_transitions",
+            "A2A delegations entering a state: inbound (delegated, refused), outbound (remote states).",
+            ["direction", "state"], registry=r,
+        )  # fmt: skip
+        self.receipts = Counter(
+            "studiolo_receipts", "Verifier receipts recorded, by result.", ["result"], registry=r,
+        )  # fmt: skip
+        self.git_lag = Histogram(
+            "studiolo_git_publication_lag_seconds",
+            "Time from a commit to its publication in the git projection.",
+            buckets=_LAG, registry=r,
+        )  # fmt: skip
         self.retries = Counter(
             "studiolo_db_serialization_retries", "Transactions retried after a serialization failure.",
             registry=r,
@@ -82,7 +96,7 @@ class Metrics:
     def request(self, method: str, route: str, status: int, seconds: float) -> None:
         if not self.enabled:
             return
-        labels = (method if method in _METHODS else "OTHER", route, status)
+        labels = (method if method in METHODS else "OTHER", route, status)
         series = self._series.get(labels)
         if series is None:  # bounded: the labels take bounded values (module docstring)
             text = (labels[0], route, str(status))
@@ -119,6 +133,21 @@ class Metrics:
         if not self.enabled:
             return
         self.retries.inc()
+
+    def delegation(self, direction: str, state: str) -> None:
+        if not self.enabled:
+            return
+        self.delegations.labels(direction, state).inc()
+
+    def receipt(self, result: str) -> None:
+        if not self.enabled:
+            return
+        self.receipts.labels(result).inc()
+
+    def published(self, lag_seconds: float) -> None:
+        if not self.enabled:
+            return
+        self.git_lag.observe(max(0.0, lag_seconds))
 
     # exposition -----------------------------------------------------------------
     def render(self) -> bytes:

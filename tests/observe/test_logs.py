@@ -5,33 +5,40 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
+from studiolo.faces.http.app import create_app
 from studiolo.observe import logs
-from tests.faces.helpers import Actors, complete, new_task, submit, verify
+from studiolo.settings import Settings
+from tests.faces.helpers import Actors, PortalTransport, complete, issue_tokens, new_task, submit, verify
+from tests.world import World
 
 
 @pytest.fixture
-def captured() -> Iterator[io.StringIO]:
+def logged(world: World) -> Iterator[tuple[Actors, io.StringIO]]:
+    """The world behind an app that logs JSON lines to a buffer."""
     stream = io.StringIO()
-    handler = logs.to_stream(stream)
+    settings = Settings(database_url=world.coord.store.url, log_format="json")
+    transport = PortalTransport(create_app(world.coord, settings, log_stream=stream))
+    actors = Actors(world, issue_tokens(world), transport=transport)
     try:
-        yield stream
+        yield actors, stream
     finally:
-        logs.detach(handler)
+        actors.close()
+        transport.shutdown()
 
 
 def _lines(stream: io.StringIO) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stream.getvalue().splitlines()]
 
 
-def test_a_tour_logs_every_request_and_state_change_and_no_secret(
-    actors: Actors, captured: io.StringIO
-) -> None:
+def test_a_tour_logs_every_request_and_state_change_and_no_secret(logged: tuple[Actors, io.StringIO]) -> None:
+    actors, captured = logged
     admin, agent, ver = actors.client("admin"), actors.client("agent"), actors.client("verifier")
     task = new_task(admin)
     attempt = agent.claim(task.id)
@@ -63,12 +70,15 @@ def test_a_tour_logs_every_request_and_state_change_and_no_secret(
         )
     }
     assert len({r["request_id"] for r in requests}) == len(requests)  # one id per request
-    assert {"attempt.claimed", "candidate.submitted", "receipt.recorded", "completion.accepted"} <= {
-        e["kind"] for e in events
-    }
+    kinds = {"attempt.claimed", "candidate.submitted", "receipt.recorded", "completion.accepted"}
+    assert kinds <= {e["kind"] for e in events}
     by_request = {r["request_id"]: r for r in requests}
-    for e in events:  # every state change names the request that caused it
-        assert by_request[e["request_id"]]["method"] in ("POST", "PUT")
+    toured = [e for e in events if e["kind"] in kinds]
+    assert len(toured) == 4
+    for e in toured:  # every state change names the request that caused it
+        assert by_request[e["request_id"]]["method"] == "POST"
+    direct = [e for e in events if e["request_id"] is None]  # the fixture's tokens: the door itself
+    assert {e["kind"] for e in direct} <= {"principal.added", "token.issued", "token.rotated", "grant.added"}
     ledger = actors.world.coord.store.read(lambda tx: tx.audit.events(actors.world.project_id))
     recorded = {e.seq: e.data.get("x_request_id") for e in ledger}
     assert all(recorded[e["seq"]] == e["request_id"] for e in events if e["project_id"])
@@ -89,3 +99,16 @@ def test_the_request_id_header_is_the_one_in_the_audit_event(actors: Actors) -> 
     events = actors.world.coord.store.read(lambda tx: tx.audit.events(actors.world.project_id))
     claim = [e for e in events if e.kind == "attempt.claimed"]
     assert [e.data["x_request_id"] for e in claim] == [ids[0]]
+
+
+def test_the_other_studiolo_loggers_write_the_same_json_lines() -> None:
+    stream = io.StringIO()
+    handler = logs.to_stream(stream)
+    try:
+        logging.getLogger("studiolo.git.projector").warning("publish failed: %s", "disk full")
+        logging.getLogger("studiolo.a2a.requester").debug("not at INFO")
+    finally:
+        logs.detach(handler)
+    (line,) = _lines(stream)
+    assert line["level"] == "warning" and line["logger"] == "studiolo.git.projector"
+    assert line["msg"] == "publish failed: disk full" and line["ts"].endswith("Z")

@@ -8,6 +8,10 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
+from studiolo.core.model import Event
+from studiolo.faces.http.app import create_app
+from studiolo.observe.install import StoreWatch
+from studiolo.observe.metrics import Metrics
 from studiolo.settings import Settings
 from tests.faces.helpers import Actors, complete, in_process, new_task, submit, verify
 from tests.world import World
@@ -77,8 +81,70 @@ def test_a_tour_is_counted_and_timed_by_route_template(actors: Actors) -> None:
         assert stages[(stage, "accepted")] == stages[(stage, "replayed")] == stages[(stage, "rejected")] == 1
     beats = [s for s in samples["studiolo_heartbeat_batch_size"] if s.name.endswith("_count")]
     assert beats[0].value == 1
+    receipts = {
+        s.labels["result"]: s.value for s in samples["studiolo_receipts"] if s.name.endswith("_total")
+    }
+    assert receipts == {"pass": 1}
     groups = [s for s in samples["studiolo_group_commit_size"] if s.name.endswith("_count")]
     assert groups and groups[0].value >= 1  # SQLite: every write went through the group commit
+
+
+def test_git_publication_lag_is_timed(world: World) -> None:
+    app = create_app(world.coord, Settings(database_url=world.coord.store.url))
+    assert app.state.projector is not None  # a SQLite ledger on a file publishes git next to it
+    world.edit("src/a.txt", b"one")
+    world.edit("src/b.txt", b"two")
+    published = app.state.projector.run_once()  # the world's setup and the two edits
+    assert published >= 2
+    lag = _samples(app.state.metrics.render().decode())["studiolo_git_publication_lag_seconds"]
+    assert [s.value for s in lag if s.name.endswith("_count")] == [published]
+
+
+def test_event_counts_take_only_known_label_values(world: World) -> None:
+    metrics = Metrics()
+    watch = StoreWatch(metrics, None)
+
+    def event(kind: str, **data: str) -> Event:
+        return Event(1, "p", kind, None, "s", data, 0.0, "", "")
+
+    watch.committed(
+        [
+            event("a2a.remote.delegated"),
+            event("a2a.remote.state", dst="remote-working"),
+            event("a2a.remote.state", dst="x" * 300),  # no such state: not a new series
+            event("a2a.delegated"),
+            event("receipt.recorded", result="pass"),
+            event("receipt.recorded", result="made-up"),
+        ]
+    )
+    samples = _samples(metrics.render().decode())
+    states = {
+        (s.labels["direction"], s.labels["state"]): s.value
+        for s in samples["studiolo_a2a_delegation_transitions"]
+        if s.name.endswith("_total")
+    }
+    assert states == {
+        ("outbound", "delegated"): 1,
+        ("outbound", "remote-working"): 1,
+        ("outbound", "other"): 1,
+        ("inbound", "delegated"): 1,
+    }
+    results = {s.labels["result"]: s.value for s in samples["studiolo_receipts"] if s.name.endswith("_total")}
+    assert results == {"pass": 1, "other": 1}
+
+
+def test_plain_starlette_routes_and_mounts_are_named_by_template(actors: Actors) -> None:
+    paths = ["/openapi.json", "/git/nothing.git/info/refs", "/a2a/anything", "/ui/static/nothing.css"]
+    with httpx.Client(base_url=actors.url, transport=actors.transport) as http:
+        statuses = [http.get(p).status_code for p in paths]
+        text = http.get("/metrics").text
+    routes = {
+        (s.labels["route"], s.labels["status"])
+        for s in _samples(text)["studiolo_http_requests"]
+        if s.name.endswith("_total")
+    }
+    expected = ["/openapi.json", "/git/{repo}/{rest:path}", "/a2a/…", "/ui/static/…"]
+    assert {(r, str(c)) for r, c in zip(expected, statuses, strict=True)} <= routes, routes
 
 
 def test_hostile_paths_and_methods_cannot_mint_series(actors: Actors) -> None:

@@ -205,12 +205,14 @@ class _Worker:
 
     def send(self, task: dict[str, Any], request: dict[str, Any]) -> Completed | None:
         for _ in range(3):  # a lost answer is retried with the same request id
+            at, start = time.time(), time.perf_counter()
             try:
                 out = self.any(self.me).complete(task["id"], **request)
             except StudioloError as err:
                 self.log.count(f"complete.{err.reason}")
                 rid = request["request_id"]
-                self.log.answer(rid=rid, task=task["id"], outcome="rejected", failed=err.failed)
+                ms = (time.perf_counter() - start) * 1000
+                self.log.answer(rid=rid, task=task["id"], outcome="rejected", failed=err.failed, at=at, ms=ms)
                 if err.reason == "task_not_active":
                     self.done.add(task["id"])
                 return None
@@ -226,6 +228,8 @@ class _Worker:
                 completion=out.completion.id,
                 signature=out.completion.signature,
                 commit_version=out.completion.commit_version,
+                at=at,  # when it was sent, and how long its answer took (bench/soak.py)
+                ms=(time.perf_counter() - start) * 1000,
             )
             return out
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import IO
+
 from fastapi import FastAPI
 from opentelemetry.trace import TracerProvider
 
@@ -34,6 +36,7 @@ def create_app(
     *,
     event_poll_seconds: float = 0.5,
     tracer_provider: TracerProvider | None = None,
+    log_stream: IO[str] | None = None,
 ) -> FastAPI:
     """The HTTP face. Routes are plain `def`s: the blocking door runs in the threadpool.
     Tracing (`settings.tracing`, or a `tracer_provider` given): the faces that answer requests
@@ -52,7 +55,7 @@ def create_app(
     install_web(app)  # the dashboard, under /ui
     public = settings.public_url or f"http://{settings.host}:{settings.port}"
     mount_a2a(app, coordinator, public, poll_seconds=event_poll_seconds)  # the A2A face, under /a2a
-    mount_git(app, background, settings)  # the git projection, and clones under /git
+    projector = mount_git(app, background, settings)  # the git projection, and clones under /git
     mount_mcp(app, coordinator, settings)  # the MCP face, under /mcp (mounted last: matched first)
     if settings.a2a_requester:
         mount_requester(app, background, settings)  # delegations to remote A2A agents
@@ -72,5 +75,7 @@ def create_app(
         max_waiting=settings.max_queued_requests,
         wait_seconds=settings.queue_wait_seconds,
     )
-    observe(app, background.store, app.state.metrics, settings, PRINCIPAL_KEY, tracer)
+    observe(app, background.store, app.state.metrics, settings, PRINCIPAL_KEY, tracer, log_stream)
+    if projector is not None:
+        projector.lagged = app.state.metrics.published
     return app
