@@ -1,23 +1,28 @@
 """Tool calls per second over MCP (streamable HTTP, `/mcp`) vs the same door operations over
 the plain HTTP API (`studiolo.client`), one client, sequential, one server, one run.
 
-    python bench/mcp.py [--reads 300] [--cycles 40]   (this module runs through it)
+    python bench/mcp.py [--reads 300] [--rounds 6] [--cycles 40]   (this module runs through it)
 
-- `get_task`: the `get_task` tool vs `GET /v1/tasks/{id}`.
+- `get_task`: the `get_task` tool vs `GET /v1/tasks/{id}`, each warmed with `--warm` calls
+  first, then in alternating blocks (`--rounds` of each, one MCP session and one HTTP
+  connection throughout), so a change of the machine's load falls on both sides alike.
 - a cycle: claim → submit → complete. Both sides make the same door calls the tools make:
   claim and read the task (the contract hash), upload and submit, read the candidate, the
   attempt and the receipts, complete. A verifier signs each candidate between submit and
   complete, through the plain API and outside the timing, on both sides.
 
 The server is `studiolo serve` in a subprocess on a fresh SQLite ledger. The last line is
-JSON; `mcp_overhead_ratio` = MCP time ÷ HTTP time for the cycle.
+JSON; `mcp_overhead_ratio` = MCP time ÷ HTTP time for the cycle, `get_task_ratio` the same
+for a task read, and `loadavg` the 1-minute load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,18 +112,47 @@ def _rate(durations: list[float]) -> float:
 
 
 async def _mcp_phase(
-    url: str, token: str, get_id: str, reads: int, cycle: Callable[..., Awaitable[float]], tasks: list[str]
-) -> tuple[list[float], list[float]]:
+    url: str,
+    token: str,
+    get_id: str,
+    reads: Reads,
+    http_read: Callable[[], object],
+    cycle: Callable[..., Awaitable[float]],
+    tasks: list[str],
+) -> tuple[list[float], list[float], list[float]]:
+    """Task reads in alternating blocks (HTTP, then MCP), then the MCP cycles."""
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
     async with http, McpClient(streamable_http_client(f"{url}/mcp", http_client=http)) as m:
-        _ok(await m.call_tool("get_task", {"task_id": get_id}))  # warm up outside the timing
-        gets = []
-        for _ in range(reads):
-            t0 = time.perf_counter()
-            _ok(await m.call_tool("get_task", {"task_id": get_id}))
-            gets.append(time.perf_counter() - t0)
+        args = {"task_id": get_id}
+        for _ in range(reads.warm):  # outside the timing, both sides alike
+            http_read()
+            _ok(await m.call_tool("get_task", args))
+        http_gets: list[float] = []
+        mcp_gets: list[float] = []
+        for block in reads.blocks():
+            for _ in range(block):
+                t0 = time.perf_counter()
+                http_read()
+                http_gets.append(time.perf_counter() - t0)
+            for _ in range(block):
+                t0 = time.perf_counter()
+                _ok(await m.call_tool("get_task", args))
+                mcp_gets.append(time.perf_counter() - t0)
         cycles = [await cycle(m, i, task_id) for i, task_id in enumerate(tasks)]
-    return gets, cycles
+    return http_gets, mcp_gets, cycles
+
+
+class Reads:
+    def __init__(self, total: int, rounds: int, warm: int) -> None:
+        self.total, self.rounds, self.warm = total, max(1, rounds), warm
+
+    def blocks(self) -> list[int]:
+        size, extra = divmod(self.total, self.rounds)
+        return [size + (1 if i < extra else 0) for i in range(self.rounds)]
+
+
+def _load() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
 def main() -> None:
@@ -126,6 +160,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--reads", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=6, help="alternating blocks of reads per side")
+    parser.add_argument("--warm", type=int, default=50, help="untimed reads per side first")
     parser.add_argument("--cycles", type=int, default=40)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="studiolo-bench-") as tmp:
@@ -138,6 +174,9 @@ def main() -> None:
         get_id = _tasks(demo, 1, "read")[0]
         http_tasks, mcp_tasks = _tasks(demo, args.cycles, "http"), _tasks(demo, args.cycles, "mcp")
         store.dispose()
+        # the set-up's objects are no client's: out of the collector's way, for both sides
+        gc.collect()
+        gc.freeze()
         port = free_port()
         env = {**os.environ, "STUDIOLO_DATABASE_URL": url_db}
         cmd = [
@@ -153,31 +192,35 @@ def main() -> None:
             url = f"http://127.0.0.1:{port}"
             _wait(url)
             token = demo.tokens["agent-a"]
+            load_before = _load()
             with Client(url, token) as c, Client(url, demo.tokens["ci"]) as verifier:
-                c.task(get_id)
-                http_gets = []
-                for _ in range(args.reads):
-                    t0 = time.perf_counter()
-                    c.task(get_id)
-                    http_gets.append(time.perf_counter() - t0)
                 http_cycles = [_http_cycle(c, verifier, demo, t, i) for i, t in enumerate(http_tasks)]
 
                 async def cycle(m: McpClient, i: int, task_id: str) -> float:
                     return await _mcp_cycle(m, verifier, demo, task_id, i)
 
-                mcp_gets, mcp_cycles = anyio.run(_mcp_phase, url, token, get_id, args.reads, cycle, mcp_tasks)
+                reads = Reads(args.reads, args.rounds, args.warm)
+                http_gets, mcp_gets, mcp_cycles = anyio.run(
+                    _mcp_phase, url, token, get_id, reads, lambda: c.task(get_id), cycle, mcp_tasks
+                )
+            load_after = _load()
         finally:
             server.terminate()
             server.wait(timeout=30)
     result = {
         "mcp_overhead_ratio": round(sum(mcp_cycles) / sum(http_cycles), 3),
         "get_task_ratio": round(sum(mcp_gets) / sum(http_gets), 3),
+        # the ratio of the medians: what one read costs, without the preemptions a loaded
+        # machine adds to some reads of either side
+        "get_task_median_ratio": round(statistics.median(mcp_gets) / statistics.median(http_gets), 3),
         "get_task_http_per_s": round(_rate(http_gets), 1),
         "get_task_mcp_per_s": round(_rate(mcp_gets), 1),
         "cycle_http_ms": round(1000 * sum(http_cycles) / len(http_cycles), 1),
         "cycle_mcp_ms": round(1000 * sum(mcp_cycles) / len(mcp_cycles), 1),
         "cycles": args.cycles,
         "reads": args.reads,
+        "rounds": args.rounds,
+        "loadavg": [load_before, load_after],
     }
     print(
         f"get_task: {result['get_task_mcp_per_s']}/s over MCP vs {result['get_task_http_per_s']}/s over HTTP"

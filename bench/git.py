@@ -11,11 +11,12 @@
    publishing meanwhile; each publication's lag is the time its commit reached the branch
    minus its ledger commit time. Target: lag p99 ≤ 1 s at that rate.
 
-`--mode thread` (the default) runs the projector as `studiolo serve` does: a thread of the
-same process, woken by the store after each write that logs a change (`on_publication`),
-with a pass over every project on the timer; "off" is the thread stopped. `--mode process`
-is the earlier set-up: the projector in a process of its own polling on the timer, "off"
-being SIGSTOP.
+`--mode serve` (the default) runs the projector as `studiolo serve` does: a process of its
+own (`studiolo.git.child`), woken through its stdin by the store after each write that
+logs a change (`on_publication`), a pass over every project on the timer; "off" is SIGSTOP.
+`--mode thread`: the same projector as a thread of the benchmark's process, woken alike
+("off": the thread stopped). `--mode poll`: the set-up before both, a process of its own
+polling on the timer.
 
 Prints human lines, then a final line of JSON (with the load average).
 
@@ -42,6 +43,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [str(_HERE.parent), *(p for p in sys.path if Path(p or ".").resolve() != _HERE)]
 
 from studiolo.core.model import Attempt, Candidate, FileMode, Task  # noqa: E402
+from studiolo.git.child import ProjectorProcess  # noqa: E402
 from studiolo.git.projector import Projector  # noqa: E402
 from tests.world import World, build_world  # noqa: E402
 
@@ -102,10 +104,18 @@ def _versions(w: World) -> dict[int, float]:
 
 
 class _Process:
-    """The projector in a process of its own, polling (`--mode process`); off: SIGSTOP."""
+    """The projector in a process of its own (`--mode poll`: polling; `--mode serve`: as
+    serve runs it, woken); off: SIGSTOP."""
 
-    def __init__(self, w: World, tmp: Path, interval: float, priority: str) -> None:
+    def __init__(self, w: World, tmp: Path, interval: float, priority: str, woken: bool = False) -> None:
         self.log = tmp / "published.log"
+        self.serve: ProjectorProcess | None = None
+        if woken:
+            self.serve = ProjectorProcess(w.coord.store, tmp / "git", interval, 3600.0, self.log)
+            self.serve.start()
+            assert self.serve._child is not None
+            self.child = self.serve._child
+            return
         args = [w.coord.store.url, str(tmp / "git"), str(self.log), str(interval), priority]
         self.child = subprocess.Popen([sys.executable, "-c", _CHILD, *args])
 
@@ -122,6 +132,9 @@ class _Process:
 
     def close(self) -> None:
         self.on()
+        if self.serve is not None:
+            self.serve.stop()
+            return
         self.child.kill()
         self.child.wait()
 
@@ -198,13 +211,15 @@ def main() -> None:
     ap.add_argument(
         "--priority", choices=["nice", "same"], default="nice", help="the projector's, as serve's"
     )
-    ap.add_argument("--mode", choices=["thread", "process"], default="thread", help="see the docstring")
+    ap.add_argument("--mode", choices=["serve", "thread", "poll"], default="serve", help="see the docstring")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         w = build_world(Path(tmp) / "ledger", clock=time.time)
         _import(w, args.files)
-        kind = _Thread if args.mode == "thread" else _Process
-        pub: Publisher = kind(w, Path(tmp), args.interval, args.priority)
+        if args.mode == "thread":
+            pub: Publisher = _Thread(w, Path(tmp), args.interval, args.priority)
+        else:
+            pub = _Process(w, Path(tmp), args.interval, args.priority, woken=args.mode == "serve")
         try:
             t0 = time.time()
             head = max(_versions(w))

@@ -3,7 +3,8 @@
     with Client("http://127.0.0.1:8765", token) as c:
         task = c.claim(task_id)
 
-Every method mirrors one route: it sends the route's request model and returns its response
+Every method sends one operation of the table (`studiolo/api/operations.py`: its verb and
+URL come from the row): it sends the operation's request model and returns its response
 model, the same models the server validates with (`studiolo.api`); a request that does not
 validate raises `InvalidRequest` before anything is sent. Errors come back as the same `StudioloError`
 subclasses the server raised, rebuilt from problem+json. Pass `transport=` (an
@@ -39,6 +40,7 @@ from studiolo._exceptions import (
     Unauthenticated,
 )
 from studiolo.api import responses as s
+from studiolo.api.operations import OPERATIONS
 from studiolo.confined import UntrustedResponse
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.enums import Action, FileMode, PrincipalKind
@@ -151,13 +153,22 @@ class Client:
             raise _error(response, completion=completion)
         return response
 
-    def _one(self, model: type[M], method: str, url: str, body: BaseModel | None = None, **kw: Any) -> M:
+    def _one(self, model: type[M], at: tuple[str, str], body: BaseModel | None = None, **kw: Any) -> M:
         if body is not None:
             kw.update(_json(body))
-        return model.model_validate_json(self._send(method, url, **kw).content)
+        return model.model_validate_json(self._send(*at, **kw).content)
 
-    def _many(self, model: type[M], url: str, **kw: Any) -> list[M]:
-        return TypeAdapter(list[model]).validate_json(self._send("GET", url, **kw).content)  # type: ignore[valid-type]
+    def _many(self, model: type[M], at: tuple[str, str], **kw: Any) -> list[M]:
+        return TypeAdapter(list[model]).validate_json(self._send(*at, **kw).content)  # type: ignore[valid-type]
+
+    def _at(self, operation: str, project: str | None = None, /, **params: str) -> tuple[str, str]:
+        """The method and URL of an operation (`api/operations.py`), its path filled in: each
+        value one opaque segment, a logical path escaped whole, the project the default."""
+        op = OPERATIONS[operation]
+        values = {k: _path(v) if k == "path" else _seg(v) for k, v in params.items()}
+        if "project_id" in op.params and "project_id" not in values:
+            values["project_id"] = _seg(self.project_id(project))
+        return op.method, op.template.format(**values)
 
     def project_id(self, project: str | None = None) -> str:
         """The named project, else the client's, else the token's own project."""
@@ -168,34 +179,31 @@ class Client:
             raise InvalidRequest("a service admin token needs a project: pass project=")
         return self._project
 
-    def _p(self, project: str | None) -> str:
-        return f"/v1/projects/{quote(self.project_id(project), safe='')}"
-
     # operations --------------------------------------------------------------
     def healthz(self) -> s.HealthOut:
-        return self._one(s.HealthOut, "GET", "/healthz")
+        return self._one(s.HealthOut, self._at("healthz"))
 
     def metrics(self) -> str:
-        return self._send("GET", "/metrics").text
+        return self._send(*self._at("metrics")).text
 
     def jwks(self) -> dict[str, Any]:
-        data: dict[str, Any] = self._send("GET", "/.well-known/jwks.json").json()
+        data: dict[str, Any] = self._send(*self._at("jwks")).json()
         return data
 
     # admin -------------------------------------------------------------------
     def me(self) -> s.PrincipalOut:
-        return self._one(s.PrincipalOut, "GET", "/v1/me")
+        return self._one(s.PrincipalOut, self._at("me"))
 
     def projects(self) -> list[s.ProjectOut]:
-        return self._many(s.ProjectOut, "/v1/projects")
+        return self._many(s.ProjectOut, self._at("projects"))
 
     def create_project(self, name: str) -> s.ProjectOut:
         from studiolo.api import requests as q
 
-        return self._one(s.ProjectOut, "POST", "/v1/projects", q.ProjectIn(name=name))
+        return self._one(s.ProjectOut, self._at("create_project"), q.ProjectIn(name=name))
 
     def orientation(self, project: str | None = None) -> s.OrientationOut:
-        return self._one(s.OrientationOut, "GET", f"{self._p(project)}/orientation")
+        return self._one(s.OrientationOut, self._at("orientation", project))
 
     def add_principal(
         self, name: str, kind: PrincipalKind, public_key: str | None = None, *, project: str | None = None
@@ -203,26 +211,26 @@ class Client:
         from studiolo.api import requests as q
 
         body = q.PrincipalIn(name=name, kind=kind, public_key=public_key)
-        return self._one(s.IssuedOut, "POST", f"{self._p(project)}/principals", body)
+        return self._one(s.IssuedOut, self._at("add_principal", project), body)
 
     def principals(self, project: str | None = None) -> list[s.PrincipalOut]:
-        return self._many(s.PrincipalOut, f"{self._p(project)}/principals")
+        return self._many(s.PrincipalOut, self._at("principals", project))
 
     def rotate_token(self, principal_id: str) -> s.IssuedOut:
-        return self._one(s.IssuedOut, "POST", f"/v1/principals/{_seg(principal_id)}/tokens")
+        return self._one(s.IssuedOut, self._at("rotate_token", principal_id=principal_id))
 
     def revoke_tokens(self, principal_id: str) -> int:
-        out = self._one(s.RevokedOut, "POST", f"/v1/principals/{_seg(principal_id)}/tokens/revoke")
+        out = self._one(s.RevokedOut, self._at("revoke_tokens", principal_id=principal_id))
         return out.revoked
 
     def reconfirm(self, principal_id: str) -> s.ReconfirmedOut:
-        return self._one(s.ReconfirmedOut, "POST", f"/v1/principals/{_seg(principal_id)}/reconfirm")
+        return self._one(s.ReconfirmedOut, self._at("reconfirm", principal_id=principal_id))
 
     def set_public_key(self, principal_id: str, public_key: str) -> s.PrincipalOut:
         from studiolo.api import requests as q
 
-        url = f"/v1/principals/{_seg(principal_id)}/public-key"
-        return self._one(s.PrincipalOut, "PUT", url, q.PublicKeyIn(public_key=public_key))
+        at = self._at("set_public_key", principal_id=principal_id)
+        return self._one(s.PrincipalOut, at, q.PublicKeyIn(public_key=public_key))
 
     def grant(
         self,
@@ -235,21 +243,21 @@ class Client:
         from studiolo.api import requests as q
 
         body = q.GrantIn(principal_id=principal_id, actions=list(actions), scope=list(scope))
-        return self._one(s.GrantOut, "POST", f"{self._p(project)}/grants", body)
+        return self._one(s.GrantOut, self._at("grant", project), body)
 
     def grants(self, project: str | None = None) -> list[s.GrantOut]:
-        return self._many(s.GrantOut, f"{self._p(project)}/grants")
+        return self._many(s.GrantOut, self._at("grants", project))
 
     def revoke_grant(self, grant_id: str) -> s.GrantOut:
-        return self._one(s.GrantOut, "POST", f"/v1/grants/{_seg(grant_id)}/revoke")
+        return self._one(s.GrantOut, self._at("revoke_grant", grant_id=grant_id))
 
     def publish_policy(self, text: str, *, project: str | None = None) -> s.PolicyOut:
         from studiolo.api import requests as q
 
-        return self._one(s.PolicyOut, "POST", f"{self._p(project)}/policies", q.PolicyIn(text=text))
+        return self._one(s.PolicyOut, self._at("publish_policy", project), q.PolicyIn(text=text))
 
     def policies(self, project: str | None = None) -> list[s.PolicyOut]:
-        return self._many(s.PolicyOut, f"{self._p(project)}/policies")
+        return self._many(s.PolicyOut, self._at("policies", project))
 
     def register_checker(
         self,
@@ -266,10 +274,10 @@ class Client:
         body = q.CheckerIn(
             name=name, version=version, kind=kind, config=dict(config or {}), verifiers=list(verifiers)
         )
-        return self._one(s.CheckerOut, "POST", f"{self._p(project)}/checkers", body)
+        return self._one(s.CheckerOut, self._at("register_checker", project), body)
 
     def checkers(self, project: str | None = None) -> list[s.CheckerOut]:
-        return self._many(s.CheckerOut, f"{self._p(project)}/checkers")
+        return self._many(s.CheckerOut, self._at("checkers", project))
 
     def define_intake(
         self,
@@ -324,7 +332,7 @@ class Client:
             allow_evidence_reuse=allow_evidence_reuse,
             separate_verdict=list(separate_verdict),
         )
-        return self._one(s.TaskOut, "POST", f"{self._p(project)}/tasks", body)
+        return self._one(s.TaskOut, self._at("create_task", project), body)
 
     def tasks(
         self, status: str | None = None, limit: int = 200, offset: int = 0, *, project: str | None = None
@@ -332,15 +340,15 @@ class Client:
         params: dict[str, Any] = {"limit": limit, "offset": offset}
         if status:
             params["status"] = status
-        return self._many(s.TaskSummaryOut, f"{self._p(project)}/tasks", params=params)
+        return self._many(s.TaskSummaryOut, self._at("tasks", project), params=params)
 
     def task(self, task_id: str) -> s.TaskViewOut:
-        return self._one(s.TaskViewOut, "GET", f"/v1/tasks/{_seg(task_id)}")
+        return self._one(s.TaskViewOut, self._at("task", task_id=task_id))
 
     def cancel(self, task_id: str, reason: str = "") -> s.TaskOut:
         from studiolo.api import requests as q
 
-        return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/cancel", q.CancelIn(reason=reason))
+        return self._one(s.TaskOut, self._at("cancel", task_id=task_id), q.CancelIn(reason=reason))
 
     def migrate(
         self,
@@ -359,31 +367,31 @@ class Client:
             policy_version=policy_version,
             separate_verdict=list(separate_verdict) if separate_verdict is not None else None,
         )
-        return self._one(s.TaskOut, "POST", f"/v1/tasks/{_seg(task_id)}/migrate", body)
+        return self._one(s.TaskOut, self._at("migrate", task_id=task_id), body)
 
     def claim(self, task_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
         from studiolo.api import requests as q
 
-        url = f"/v1/tasks/{_seg(task_id)}/attempts"
-        return self._one(s.AttemptOut, "POST", url, q.ClaimIn(lease_seconds=lease_seconds))
+        at = self._at("claim", task_id=task_id)
+        return self._one(s.AttemptOut, at, q.ClaimIn(lease_seconds=lease_seconds))
 
     def reassign(self, task_id: str, principal_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
         from studiolo.api import requests as q
 
         body = q.ReassignIn(principal_id=principal_id, lease_seconds=lease_seconds)
-        return self._one(s.AttemptOut, "POST", f"/v1/tasks/{_seg(task_id)}/reassign", body)
+        return self._one(s.AttemptOut, self._at("reassign", task_id=task_id), body)
 
     def attempt(self, attempt_id: str) -> s.AttemptOut:
-        return self._one(s.AttemptOut, "GET", f"/v1/attempts/{_seg(attempt_id)}")
+        return self._one(s.AttemptOut, self._at("attempt", attempt_id=attempt_id))
 
     def heartbeat(self, attempt_id: str, lease_seconds: float | None = None) -> s.AttemptOut:
         from studiolo.api import requests as q
 
-        url = f"/v1/attempts/{_seg(attempt_id)}/heartbeat"
-        return self._one(s.AttemptOut, "POST", url, q.LeaseIn(lease_seconds=lease_seconds))
+        at = self._at("heartbeat", attempt_id=attempt_id)
+        return self._one(s.AttemptOut, at, q.LeaseIn(lease_seconds=lease_seconds))
 
     def release(self, attempt_id: str) -> s.AttemptOut:
-        return self._one(s.AttemptOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/release")
+        return self._one(s.AttemptOut, self._at("release", attempt_id=attempt_id))
 
     def handoff(
         self,
@@ -396,21 +404,21 @@ class Client:
         from studiolo.api import requests as q
 
         body = q.HandoffIn(artifacts=dict(artifacts or {}), obligations=list(obligations), notes=notes)
-        return self._one(s.HandoffOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/handoff", body)
+        return self._one(s.HandoffOut, self._at("handoff", attempt_id=attempt_id), body)
 
     def handoff_view(self, task_id: str) -> s.HandoffViewOut:
-        return self._one(s.HandoffViewOut, "GET", f"/v1/tasks/{_seg(task_id)}/handoff")
+        return self._one(s.HandoffViewOut, self._at("handoff_view", task_id=task_id))
 
     # content -------------------------------------------------------------------
     def git_status(self, *, project: str | None = None) -> s.GitStatusOut:
         """Which ledger version the project's git branch reflects, and whether it lags."""
-        return self._one(s.GitStatusOut, "GET", f"{self._p(project)}/git")
+        return self._one(s.GitStatusOut, self._at("git_status", project))
 
     def git_mirror(self, url: str, *, project: str | None = None) -> s.GitMirrorOut:
         """Push every publication of the project to `url` too."""
         from studiolo.api import requests as q
 
-        return self._one(s.GitMirrorOut, "POST", f"{self._p(project)}/git/mirrors", q.GitMirrorIn(url=url))
+        return self._one(s.GitMirrorOut, self._at("git_mirror", project), q.GitMirrorIn(url=url))
 
     def git_import(
         self,
@@ -424,15 +432,15 @@ class Client:
 
         tree = {p: q.ImportedFile(digest=d, mode=m) for p, (d, m) in files.items()}
         body = q.GitImportIn(files=tree, source=source)
-        return self._one(s.GitImportOut, "POST", f"{self._p(project)}/git/import", body)
+        return self._one(s.GitImportOut, self._at("git_import", project), body)
 
     def put_blob(self, data: bytes) -> s.BlobOut:
         headers = {"Content-Type": "application/octet-stream"}
-        return self._one(s.BlobOut, "POST", "/v1/blobs", content=data, headers=headers)
+        return self._one(s.BlobOut, self._at("put_blob"), content=data, headers=headers)
 
     def get_blob(self, digest: str) -> bytes:
         """The blob's bytes, checked against `digest` (UntrustedResponse if they differ)."""
-        data = self._send("GET", f"/v1/blobs/{_seg(digest)}").content
+        data = self._send(*self._at("get_blob", digest=digest)).content
         if digest_bytes(data) != digest:
             raise UntrustedResponse(f"the server sent bytes that do not match {digest[:80]!r}")
         return data
@@ -442,17 +450,17 @@ class Client:
         from studiolo.api import requests as q
 
         body = q.CollectGarbageIn(older_than_seconds=older_than_seconds)
-        return self._one(s.CollectedOut, "POST", "/v1/blobs/collect", body).collected
+        return self._one(s.CollectedOut, self._at("collect_garbage"), body).collected
 
     def artifacts(self, prefix: str = "", *, project: str | None = None) -> list[s.ArtifactOut]:
-        return self._many(s.ArtifactOut, f"{self._p(project)}/artifacts", params={"prefix": prefix})
+        return self._many(s.ArtifactOut, self._at("artifacts", project), params={"prefix": prefix})
 
     def artifact(
         self, path: str, revision: int | None = None, *, project: str | None = None
     ) -> s.ArtifactOut:
         params = {"revision": revision} if revision is not None else {}
-        url = f"{self._p(project)}/artifacts/{_path(path)}"
-        return self._one(s.ArtifactOut, "GET", url, params=params)
+        at = self._at("artifact", project, path=path)
+        return self._one(s.ArtifactOut, at, params=params)
 
     def revision(self, path: str, *, project: str | None = None) -> int:
         """The current revision of a path; 0 if it never existed."""
@@ -474,12 +482,12 @@ class Client:
     ) -> s.ArtifactOut:
         from studiolo.api import requests as q
 
-        url = f"{self._p(project)}/artifacts/{_path(path)}"
+        at = self._at("edit_artifact", project, path=path)
         edit = q.ArtifactEditIn(digest=digest, base_revision=base_revision, mode=mode)
-        return self._one(s.ArtifactOut, "PUT", url, edit)
+        return self._one(s.ArtifactOut, at, edit)
 
     def collection(self, prefix: str, *, project: str | None = None) -> s.CollectionOut:
-        return self._one(s.CollectionOut, "GET", f"{self._p(project)}/collections", params={"prefix": prefix})
+        return self._one(s.CollectionOut, self._at("collection", project), params={"prefix": prefix})
 
     def submit_candidate(
         self,
@@ -501,10 +509,10 @@ class Client:
 
     def send_candidate(self, attempt_id: str, body: q.CandidateIn) -> s.CandidateOut:
         """`submit_candidate`, with the request already built (the MCP tools build it)."""
-        return self._one(s.CandidateOut, "POST", f"/v1/attempts/{_seg(attempt_id)}/candidates", body)
+        return self._one(s.CandidateOut, self._at("send_candidate", attempt_id=attempt_id), body)
 
     def candidate(self, candidate_id: str) -> s.CandidateOut:
-        return self._one(s.CandidateOut, "GET", f"/v1/candidates/{_seg(candidate_id)}")
+        return self._one(s.CandidateOut, self._at("candidate", candidate_id=candidate_id))
 
     def observe(
         self,
@@ -518,17 +526,17 @@ class Client:
         from studiolo.api import requests as q
 
         body = q.ObservationIn(target=target, kind=kind, revision=revision, digest=digest)
-        return self._one(s.ObservationOut, "POST", f"{self._p(project)}/observations", body)
+        return self._one(s.ObservationOut, self._at("observe", project), body)
 
     def observations(self, target: str = "", *, project: str | None = None) -> list[s.ObservationOut]:
-        return self._many(s.ObservationOut, f"{self._p(project)}/observations", params={"target": target})
+        return self._many(s.ObservationOut, self._at("observations", project), params={"target": target})
 
     # evidence ------------------------------------------------------------------
     def post_receipt(self, candidate_id: str, body: Mapping[str, Any], signature: str) -> s.ReceiptOut:
         from studiolo.api import requests as q
 
-        url = f"/v1/candidates/{_seg(candidate_id)}/receipts"
-        return self._one(s.ReceiptOut, "POST", url, q.ReceiptIn(body=dict(body), signature=signature))
+        at = self._at("post_receipt", candidate_id=candidate_id)
+        return self._one(s.ReceiptOut, at, q.ReceiptIn(body=dict(body), signature=signature))
 
     def sign_receipt(
         self,
@@ -566,13 +574,13 @@ class Client:
     def reuse_receipt(self, candidate_id: str, receipt_id: str) -> s.ReceiptOut:
         from studiolo.api import requests as q
 
-        url = f"/v1/candidates/{_seg(candidate_id)}/receipts/reuse"
-        return self._one(s.ReceiptOut, "POST", url, q.ReuseIn(receipt_id=receipt_id))
+        at = self._at("reuse_receipt", candidate_id=candidate_id)
+        return self._one(s.ReceiptOut, at, q.ReuseIn(receipt_id=receipt_id))
 
     def candidate_tree(self, candidate_id: str) -> CandidateTree:
         from studiolo.api.verification import CandidateTree
 
-        return self._one(CandidateTree, "GET", f"/v1/candidates/{_seg(candidate_id)}/tree")
+        return self._one(CandidateTree, self._at("candidate_tree", candidate_id=candidate_id))
 
     # delegation to remote A2A agents ---------------------------------------------
     def add_remote_org(
@@ -587,37 +595,37 @@ class Client:
         from studiolo.api import requests as q
 
         body = q.RemoteOrgIn(name=name, keys=dict(keys), target=target, origins=list(origins))
-        return self._one(s.RemoteOrgOut, "POST", f"{self._p(project)}/remote-orgs", body)
+        return self._one(s.RemoteOrgOut, self._at("add_remote_org", project), body)
 
     def set_remote_origins(
         self, name: str, origins: Sequence[str], *, project: str | None = None
     ) -> s.RemoteOrgOut:
         from studiolo.api import requests as q
 
-        url = f"{self._p(project)}/remote-orgs/{_seg(name)}/origins"
-        return self._one(s.RemoteOrgOut, "PUT", url, q.OriginsIn(origins=list(origins)))
+        at = self._at("set_remote_origins", project, name=name)
+        return self._one(s.RemoteOrgOut, at, q.OriginsIn(origins=list(origins)))
 
     def remote_orgs(self, project: str | None = None) -> list[s.RemoteOrgOut]:
-        return self._many(s.RemoteOrgOut, f"{self._p(project)}/remote-orgs")
+        return self._many(s.RemoteOrgOut, self._at("remote_orgs", project))
 
     def revoke_remote_org(self, name: str, *, project: str | None = None) -> s.RemoteOrgOut:
-        return self._one(s.RemoteOrgOut, "POST", f"{self._p(project)}/remote-orgs/{_seg(name)}/revoke")
+        return self._one(s.RemoteOrgOut, self._at("revoke_remote_org", project, name=name))
 
     def delegate(self, task_id: str, org: str, agent_url: str, skill: str | None = None) -> s.DelegationOut:
         from studiolo.api import requests as q
 
         body = q.DelegateIn(org=org, agent_url=agent_url, skill=skill)
-        return self._one(s.DelegationOut, "POST", f"/v1/tasks/{_seg(task_id)}/delegations", body)
+        return self._one(s.DelegationOut, self._at("delegate", task_id=task_id), body)
 
     def delegation(self, delegation_id: str) -> s.DelegationOut:
-        return self._one(s.DelegationOut, "GET", f"/v1/delegations/{_seg(delegation_id)}")
+        return self._one(s.DelegationOut, self._at("delegation", delegation_id=delegation_id))
 
     def delegations(self, state: str | None = None, *, project: str | None = None) -> list[s.DelegationOut]:
         params = {"state": state} if state else {}
-        return self._many(s.DelegationOut, f"{self._p(project)}/delegations", params=params)
+        return self._many(s.DelegationOut, self._at("delegations", project), params=params)
 
     def review_queue(self, project: str | None = None) -> list[s.DelegationOut]:
-        return self._many(s.DelegationOut, f"{self._p(project)}/delegations/review")
+        return self._many(s.DelegationOut, self._at("review_queue", project))
 
     def review(
         self, delegation_id: str, decision: Literal["finalize", "reject"], note: str = ""
@@ -625,13 +633,13 @@ class Client:
         from studiolo.api import requests as q
 
         body = q.ReviewIn(decision=decision, note=note)
-        return self._one(s.DelegationOut, "POST", f"/v1/delegations/{_seg(delegation_id)}/review", body)
+        return self._one(s.DelegationOut, self._at("review", delegation_id=delegation_id), body)
 
     def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
-        return self._many(s.ReceiptOut, f"/v1/candidates/{_seg(candidate_id)}/receipts")
+        return self._many(s.ReceiptOut, self._at("receipts", candidate_id=candidate_id))
 
     def receipt(self, receipt_id: str) -> s.ReceiptOut:
-        return self._one(s.ReceiptOut, "GET", f"/v1/receipts/{_seg(receipt_id)}")
+        return self._one(s.ReceiptOut, self._at("receipt", receipt_id=receipt_id))
 
     def verifications(self, *, project: str | None = None, limit: int = 50) -> list[VerificationItem]:
         from studiolo.api.verification import VerificationItem
@@ -639,7 +647,7 @@ class Client:
         params: dict[str, Any] = {"limit": limit}
         if project or self._project:
             params["project_id"] = project or self._project
-        return self._many(VerificationItem, "/v1/verifications", params=params)
+        return self._many(VerificationItem, self._at("verifications"), params=params)
 
     # completion ------------------------------------------------------------------
     def complete(
@@ -667,24 +675,24 @@ class Client:
 
     def send_completion(self, task_id: str, body: q.CompleteIn) -> Completed:
         """`complete`, with the request already built (the MCP tools build it)."""
-        url = f"/v1/tasks/{_seg(task_id)}/complete"
-        response = self._send("POST", url, completion=True, **_json(body))
+        at = self._at("send_completion", task_id=task_id)
+        response = self._send(*at, completion=True, **_json(body))
         completion = s.CompletionOut.model_validate_json(response.content)
         return Completed(completion, response.headers.get("Idempotent-Replay") == "true")
 
     # events ----------------------------------------------------------------------
     def events(self, after: int = 0, limit: int = 200, *, project: str | None = None) -> list[s.EventOut]:
         params = {"after": after, "limit": limit}
-        return self._many(s.EventOut, f"{self._p(project)}/events", params=params)
+        return self._many(s.EventOut, self._at("events", project), params=params)
 
     def stream_events(
         self, after: int = 0, *, timeout: float = 3600.0, project: str | None = None
     ) -> Iterator[s.EventOut]:
         """Follow the project's events (Server-Sent Events) until `timeout` or the caller stops."""
-        url = f"{self._p(project)}/events/stream"
+        at = self._at("stream_events", project)
         params = {"after": after, "timeout": timeout}
         http_timeout = httpx.Timeout(self._http.timeout.connect, read=None)
-        with self._http.stream("GET", url, params=params, timeout=http_timeout) as response:
+        with self._http.stream(*at, params=params, timeout=http_timeout) as response:
             if response.status_code >= 400:
                 response.read()
                 raise _error(response)

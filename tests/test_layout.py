@@ -26,7 +26,7 @@ CROSS_FACE = {
 # Modules of faces/ that start a thread of their own: the server itself, not a worker.
 FACE_THREADS = {
     "studiolo.faces.http.server": "the uvicorn server's thread (an embedded server)",
-    "studiolo.faces.http.hot": "the heartbeat lane's batcher (issue 34 part A removes the lane)",
+    "studiolo.faces.http.leases": "the heartbeat lane's batcher (the store's group commit may replace it)",
 }
 
 
@@ -104,3 +104,71 @@ def test_the_scan_sees_a_cross_face_import(tmp_path: Path) -> None:
     names = set(_imports(planted))
     assert {"studiolo.faces.http.deps", "studiolo.faces.web.session"} <= names
     assert _face_of("studiolo.faces.http.deps") == "http" and _face_of("studiolo.faces.render") is None
+
+
+def _private_reaches(path: Path) -> list[str]:
+    """`self.<collaborator>._private` and `from <module> import _private` in one file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and isinstance(node.value, ast.Attribute)
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == "self"
+        ):
+            found.append(f"{node.lineno}: self.{node.value.attr}.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("studiolo."):
+            found += [f"{node.lineno}: {node.module} {a.name}" for a in node.names if a.name.startswith("_")]
+    return found
+
+
+def test_no_service_reaches_into_another() -> None:
+    """The door is composed (`service/__init__.py`): a service uses what it is handed, through
+    public methods; nobody calls a collaborator's private method or imports a private helper."""
+    for folder in ("service", "workers"):
+        for path in (PKG / folder).rglob("*.py"):
+            assert not _private_reaches(path), (path.name, _private_reaches(path))
+
+
+def test_the_door_is_composed_not_inherited() -> None:
+    from studiolo.service import Coordinator
+
+    assert Coordinator.__mro__ == (Coordinator, object)
+    tree = ast.parse((PKG / "service" / "__init__.py").read_text(encoding="utf-8"))
+    (door,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Coordinator"]
+    assert not door.bases
+    for path in (PKG / "service").glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Ops"):
+                assert not node.bases, f"{path.name}: {node.name} inherits"
+
+
+# Public methods of a service that other services use, not the door's (`service/__init__.py`).
+SERVICE_ONLY = {
+    "contract",
+    "start_attempt",
+    "end_current_attempt",
+    "view_of",
+    "views_of",
+    "confined",
+    "visible_view",
+    "issue",
+    "delegation",
+    "complete_in",
+}
+
+
+def test_every_public_method_of_a_service_is_the_doors() -> None:
+    from studiolo.service import Coordinator
+
+    missing = []
+    for path in (PKG / "service").glob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Ops"):
+                for fn in node.body:
+                    public = isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_")
+                    if public and fn.name not in SERVICE_ONLY and not hasattr(Coordinator, fn.name):
+                        missing.append(f"{node.name}.{fn.name}")
+    assert not missing, missing

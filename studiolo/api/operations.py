@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = ["OPERATIONS", "Operation", "render_table"]
@@ -29,23 +28,37 @@ Body = Literal["json", "optional", "bytes", "none"]
 Auth = Literal["bearer", "none"]
 
 
-@dataclass(frozen=True)
 class Operation:
-    """One HTTP operation. `name` is its operation id and the `Client` method that sends it."""
+    """One HTTP operation. `name` is its operation id and the `Client` method that sends it.
 
-    name: str
-    method: str
-    path: str  # FastAPI's spelling: `{path:path}` takes the rest of the URL, slashes included
-    tag: str
-    summary: str
-    response: str  # a model of `api.responses` (or `api.verification`), `list[...]`, or a media type
-    request: str | None = None  # a model of `api.requests`
-    body: Body = "none"  # json: required; optional: an empty body is the model's defaults
-    status: int = 200
-    auth: Auth = "bearer"
-    cap: str = "max_json_bytes"  # the `Settings` field that caps the body
-    query: tuple[str, ...] = ()  # query parameters (their bounds: the route's signature)
-    errors: tuple[int, ...] = ()  # statuses this operation answers beyond 400/401/403/404/413/422
+    A plain class, not a dataclass: the client imports this table on every CLI call, and a
+    dataclass costs that call a few milliseconds to build."""
+
+    __slots__ = ("auth", "body", "cap", "errors", "method", "name", "path", "query", "request",
+                 "response", "status", "summary", "tag")  # fmt: skip
+
+    def __init__(
+        self,
+        name: str,
+        method: str,
+        path: str,  # FastAPI's spelling: `{path:path}` takes the rest of the URL, slashes included
+        tag: str,
+        summary: str,
+        response: str,  # a model of `api.responses` (or `api.verification`), `list[...]`, or a media type
+        request: str | None = None,  # a model of `api.requests`
+        body: Body = "none",  # json: required; optional: an empty body is the model's defaults
+        status: int = 200,
+        auth: Auth = "bearer",
+        cap: str = "max_json_bytes",  # the `Settings` field that caps the body
+        query: tuple[str, ...] = (),  # query parameters (their bounds: the route's signature)
+        errors: tuple[int, ...] = (),  # statuses beyond 400/401/403/404/413/422
+    ) -> None:
+        self.name, self.method, self.path, self.tag, self.summary = name, method, path, tag, summary
+        self.response, self.request, self.body, self.status = response, request, body, status
+        self.auth, self.cap, self.query, self.errors = auth, cap, query, errors
+
+    def __repr__(self) -> str:
+        return f"Operation({self.name!r}, {self.method} {self.path})"
 
     @property
     def template(self) -> str:
@@ -232,7 +245,7 @@ OPERATIONS: dict[str, Operation] = _ops(
         "The project's git branch: its commit, the ledger version it reflects, whether it lags"),
     _op("git_import", "POST", f"{_P}/git/import", "git", "GitImportOut",
         "Make a tree (a git commit's) the project's artifacts in one audited edit",
-        request="GitImportIn"),
+        request="GitImportIn", cap="max_request_bytes"),  # it lists every path of a tree
     _op("git_mirror", "POST", f"{_P}/git/mirrors", "git", "GitMirrorOut",
         "Push every publication to another remote too (retried with backoff; its lag in the status)",
         request="GitMirrorIn", status=201),

@@ -4,7 +4,9 @@ Each accepted connection draws its faults from `Random(f"{seed}:{n}")` (n = the 
 ordinal), so the same seed gives the same faults per connection whatever the threads do:
 with probability `reset` the connection is reset before any byte passes (SO_LINGER 0: the
 client sees ECONNRESET), every chunk is delayed by a latency drawn from `latency_ms`, and
-with probability `stall` a chunk waits `stall_seconds` more. Counters say what happened.
+with probability `stall` a chunk waits `stall_seconds` more, and with probability `cut` a
+chunk resets both sides instead of passing (a request or an answer lost in mid-exchange).
+Counters say what happened.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Faults:
     stall: float = 0.02
     stall_seconds: float = 0.5
     reset: float = 0.05
+    cut: float = 0.01  # a chunk that resets the connection in mid-exchange instead of passing
 
 
 @dataclass
@@ -33,6 +36,7 @@ class _Counts:
     connections: int = 0
     resets: int = 0
     stalls: int = 0
+    cuts: int = 0
     chunks: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -64,7 +68,13 @@ class FaultProxy:
 
     def summary(self) -> dict[str, int]:
         c = self.counts
-        return {"connections": c.connections, "resets": c.resets, "stalls": c.stalls, "chunks": c.chunks}
+        return {
+            "connections": c.connections,
+            "resets": c.resets,
+            "stalls": c.stalls,
+            "cuts": c.cuts,
+            "chunks": c.chunks,
+        }
 
     def _accept(self) -> None:
         while not self._stop.is_set():
@@ -110,9 +120,15 @@ class FaultProxy:
                 with lock:
                     delay = rng.uniform(low, high) / 1000
                     stalled = rng.random() < self.faults.stall
+                    cut = rng.random() < self.faults.cut
                 with self.counts.lock:
                     self.counts.chunks += 1
                     self.counts.stalls += stalled
+                    self.counts.cuts += cut
+                if cut:
+                    for s in (src, dst):
+                        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    raise ConnectionResetError("cut by the fault proxy")
                 time.sleep(delay + (self.faults.stall_seconds if stalled else 0.0))
                 dst.sendall(data)
         except OSError:  # a reset on one side: end both directions

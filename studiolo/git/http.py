@@ -26,6 +26,7 @@ from starlette.routing import Route
 
 from studiolo._exceptions import StudioloError
 from studiolo.core.model import Principal
+from studiolo.git.child import ProjectorProcess
 from studiolo.git.projector import Projector, repository_path
 from studiolo.git.push import quarantine
 from studiolo.git.receive import Receiver
@@ -52,17 +53,20 @@ def mount_git(app: Any, door: Coordinator, settings: Settings) -> Projector | No
         interval=settings.git_interval_seconds,
         checkpoint_every=settings.git_checkpoint_seconds,
     )
-    app.state.projector = projector
+    app.state.projector = projector  # publishes on demand here (a clone, a push)
+    background = ProjectorProcess(
+        door.store, root, settings.git_interval_seconds, settings.git_checkpoint_seconds
+    )
     parent = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
     async def lifespan(a: Any) -> AsyncIterator[Any]:
-        projector.start()  # its first pass replays whatever a crash left unpublished
+        background.start()  # its first pass replays whatever a crash left unpublished
         try:
             async with parent(a) as state:
                 yield state
         finally:
-            await asyncio.to_thread(projector.stop)
+            await asyncio.to_thread(background.stop)
 
     app.router.lifespan_context = lifespan
 

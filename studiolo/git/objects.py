@@ -101,15 +101,11 @@ class Batch:
 
     def write(self, pack_dir: Path) -> Path | None:
         """The objects as one pack of the repository (None: there were none)."""
-        fresh = {oid: v for oid, v in self.objects.items() if not _held(self.repo, oid)}
+        fresh = dict(self.objects)  # an object the repository holds already is harmless twice
         self.objects.clear()
         if not fresh:
             return None
         return write_pack(pack_dir, fresh)
-
-
-def _held(repo: pygit2.Repository, oid: bytes) -> bool:
-    return pygit2.Oid(raw=oid) in repo.odb
 
 
 def _read(repo: pygit2.Repository, oid: bytes) -> tuple[bytes, bytes]:
@@ -191,16 +187,17 @@ def consolidate(repo: pygit2.Repository, pack_dir: Path) -> None:
     """Past `_MAX_PACKS` packs, merge the smaller half into one (a geometric sequence: an
     object is rewritten a few times, not at every merge). Objects are read through the
     repository and the old packs removed only once the new one is whole."""
-    packs = sorted(pack_dir.glob("pack-*.idx"), key=lambda p: p.with_suffix(".pack").stat().st_size)
-    if len(packs) <= _MAX_PACKS:
+    names = [n for n in os.listdir(pack_dir) if n.startswith("pack-") and n.endswith(".idx")]
+    if len(names) <= _MAX_PACKS:  # the common case: one directory read, no stat
         return
+    packs = sorted((pack_dir / n for n in names), key=lambda p: p.with_suffix(".pack").stat().st_size)
     small = packs[: _MAX_PACKS // 2]
     merged: dict[bytes, tuple[bytes, bytes]] = {}
-    names = {v: k for k, v in _TYPES.items()}
+    kinds = {v: k for k, v in _TYPES.items()}
     for idx in small:
         for oid in _ids_of(idx):
             kind, body = repo.odb.read(pygit2.Oid(raw=oid))
-            merged[oid] = (names[int(kind)], bytes(body))
+            merged[oid] = (kinds[int(kind)], bytes(body))
     new = write_pack(pack_dir, merged)
     for idx in small:
         if idx.with_suffix(".pack") != new:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,7 @@ class Projector:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one pass at a time in this process
         self._checkpointed: dict[str, float] = {}
+        self._owed: set[str] = set()  # published since their last checkpoint
         self._dirty: set[str] = set()  # projects whose log grew since the last pass (`poke`)
         self._dirty_lock = threading.Lock()
         self._listening = False
@@ -112,19 +114,36 @@ class Projector:
         return sum(self.publish(pid) for pid in projects)
 
     def publish(self, project_id: str) -> int:
-        """Publish the project's log above its branch; how many commits."""
-        with self._lock:
+        """Publish the project's log above its branch; how many commits. One publisher at a
+        time per repository: this process's lock, then a lock file other processes take too
+        (the server's clone path and the projector's own process, `child.py`)."""
+        with self._lock, self._file_lock(project_id):
             count = 0
             while True:
                 n = self._publish_batch(project_id)
                 count += n
                 if n < self.batch:
                     break
-            if count or self.clock() - self._checkpointed.get(project_id, 0.0) >= self.checkpoint_every:
+            if count:
+                self._owed.add(project_id)
+            since = self.clock() - self._checkpointed.get(project_id, 0.0)
+            owed = project_id in self._owed
+            if since >= (CHECKPOINT_MIN if owed else self.checkpoint_every):
+                self._owed.discard(project_id)
                 self.checkpoint(project_id)
             if self._exists(project_id):
                 self.mirrors.push(self.repo(project_id))  # those that lag and are due
             return count
+
+    @contextlib.contextmanager
+    def _file_lock(self, project_id: str) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / f".{project_id}.publish-lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def _publish_batch(self, project_id: str) -> int:
         head, version = self.repo(project_id).tip(BRANCH) if self._exists(project_id) else (None, 0)
@@ -263,6 +282,7 @@ class Projector:
             self._wake.clear()  # a poke after this sets it again: nothing is missed
 
 
+CHECKPOINT_MIN = 1.0  # a checkpoint after a pass that published, at most this often (seconds)
 NICENESS = 5  # the projector's thread gives the CPU to the request path when both want it
 
 

@@ -1,6 +1,7 @@
 """What every part of the door shares: the injected store, settings, clock and id source;
 authorization (grants, read scope, visibility); the writer gates; the audit append; the
-service key. `Coordinator` is `Door` plus one mixin per concept."""
+service key. One `Context` per door; every service of the door is built around it
+(`Coordinator`, `service/__init__.py`)."""
 
 from __future__ import annotations
 
@@ -22,12 +23,12 @@ from studiolo.settings import Settings
 from studiolo.store import Store, Tx
 from studiolo.store.gate import Gate
 
-__all__ = ["Door"]
+__all__ = ["Context"]
 
 T = TypeVar("T")
 
 
-class Door:
+class Context:
     """The state and the checks every operation of the door shares (one instance per process)."""
 
     def __init__(
@@ -52,7 +53,7 @@ class Door:
     @staticmethod
     def grants(tx: Tx, caller: Principal, project_id: str) -> list[Grant]:
         """The caller's live grants in the project (none in another project)."""
-        return Door.grants_later(tx, caller, project_id)()
+        return Context.grants_later(tx, caller, project_id)()
 
     @staticmethod
     def grants_later(tx: Tx, caller: Principal, project_id: str) -> Callable[[], list[Grant]]:

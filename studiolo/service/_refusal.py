@@ -99,7 +99,7 @@ def _edit_seq(tx: Tx, pid: str, path: str, revision: int, cause: str) -> int | N
 
 
 def reader_of(caller: Principal, grants: Iterable[Grant], names: Mapping[str, str] | None = None) -> Reader:
-    """What the caller may read, from its live grants in the project (`Door.path_reader`'s rule)."""
+    """What the caller may read, from its live grants in the project (`Context.path_reader`'s rule)."""
     if caller.is_service_admin:
         return Reader(None, names or {})
     reads = [g for g in grants if g.allows(Action.READ)]

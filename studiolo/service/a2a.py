@@ -14,7 +14,8 @@ from studiolo.core.model import Action, Principal, Task, TaskStatus
 from studiolo.core.paths import matches_any
 from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.keys import ServiceKey
-from studiolo.service.admin import _name, _scope
+from studiolo.service._door import Context
+from studiolo.service._ids import check_name, check_scope
 from studiolo.service.views import TaskView, ViewOps
 from studiolo.service.work import WorkOps
 from studiolo.store import Tx
@@ -57,7 +58,12 @@ class DelegatedView:
     updated_at: float  # the ledger's last change to the task, its attempts, candidates or receipts
 
 
-class A2AOps(WorkOps, ViewOps):
+class A2AOps:
+    def __init__(self, ctx: Context, work: WorkOps, views: ViewOps) -> None:
+        self.ctx = ctx
+        self.work = work
+        self.views = views
+
     # intake templates ---------------------------------------------------------
     def define_intake(
         self,
@@ -71,40 +77,40 @@ class A2AOps(WorkOps, ViewOps):
         policy_version: int | None = None,
     ) -> IntakeTemplate:
         """Define (or replace) the contract a delegated task of this kind gets."""
-        name = _name(name, "intake name")
+        name = check_name(name, "intake name")
         if not isinstance(description, str) or len(description) > 2000:
             raise InvalidRequest("an intake description is text of at most 2,000 characters")
-        patterns = _scope(scope)
+        patterns = check_scope(scope)
 
         def run(tx: Tx) -> IntakeTemplate:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
-            self._contract(tx, project_id, "tsk_template", criteria, patterns, policy_version)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
+            self.work.contract(tx, project_id, "tsk_template", criteria, patterns, policy_version)
             t = IntakeTemplate(
                 project_id, name, description, dict(criteria), patterns, policy_version, tx.now
             )
             tx.a2a.put_intake(t)
-            self.audit(tx, project_id, "a2a.intake.defined", caller, t.skill_id, **t.contract_json())
+            self.ctx.audit(tx, project_id, "a2a.intake.defined", caller, t.skill_id, **t.contract_json())
             return t
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def intakes(self, caller: Principal, project_id: str) -> list[IntakeTemplate]:
         """The project's intake templates (the contract a delegated task of each kind gets)."""
 
         def run(tx: Tx) -> list[IntakeTemplate]:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             return tx.a2a.intakes(project_id)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def signing_key(self) -> ServiceKey:
         """The service key: the A2A face signs its card and artifact manifests with it."""
-        return self.store.read(self.service_key)
+        return self.ctx.store.read(self.ctx.service_key)
 
     def delegable_intakes(self) -> list[IntakeTemplate]:
         """Every template of every project: the public Agent Card lists them as skills."""
-        return self.store.read(lambda tx: tx.a2a.intakes())
+        return self.ctx.store.read(lambda tx: tx.a2a.intakes())
 
     # delegations --------------------------------------------------------------
     def delegate(self, caller: Principal, q: DelegationRequest) -> DelegatedView:
@@ -137,14 +143,14 @@ class A2AOps(WorkOps, ViewOps):
             )
             tx.a2a.add_delegation(d)
             kind = "a2a.delegated" if task else "a2a.refused"
-            self.audit(tx, project_id, kind, caller, q.a2a_id, task=d.task_id, refused=refused)
+            self.ctx.audit(tx, project_id, kind, caller, q.a2a_id, task=d.task_id, refused=refused)
             return self._delegated(tx, d)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def delegated(self, caller: Principal, a2a_id: str) -> DelegatedView:
         """A delegation, to its requester or a project admin."""
-        return self.store.read(lambda tx: self._delegated(tx, self._visible(tx, caller, a2a_id)))
+        return self.ctx.store.read(lambda tx: self._delegated(tx, self._visible(tx, caller, a2a_id)))
 
     def delegations(self, caller: Principal, limit: int = 50, offset: int = 0) -> list[DelegatedView]:
         """The delegations the caller requested, newest first, a page at a time."""
@@ -156,7 +162,7 @@ class A2AOps(WorkOps, ViewOps):
                 return []
             return [self._delegated(tx, d) for d in tx.a2a.delegations_of(caller.id, limit, offset)]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def cancel_delegated(self, caller: Principal, a2a_id: str) -> DelegatedView:
         """Cancel a delegated task. The same serialized commit point as a completion: of a
@@ -169,14 +175,14 @@ class A2AOps(WorkOps, ViewOps):
                 state = task.status.value if task else "refused"
                 raise Conflict(f"task is {state}", reason=Reason.TASK_NOT_ACTIVE)
             tx.work.update_task(task.id, status=TaskStatus.CANCELLED)
-            self.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason="a2a", a2a=d.id)
+            self.ctx.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason="a2a", a2a=d.id)
             return self._delegated(tx, d)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     # helpers ------------------------------------------------------------------
     def _delegator(self, tx: Tx, caller: Principal, project_id: str) -> bool:
-        grants = self.grants(tx, caller, project_id)
+        grants = self.ctx.grants(tx, caller, project_id)
         return any(g.live and Action.DELEGATE in g.actions for g in grants)
 
     def _visible(self, tx: Tx, caller: Principal, a2a_id: str) -> Delegation:
@@ -184,7 +190,7 @@ class A2AOps(WorkOps, ViewOps):
         d = tx.a2a.delegation(a2a_id) if isinstance(a2a_id, str) and len(a2a_id) <= _MAX_ID else None
         if d is not None:
             own = d.requester_id == caller.id and self._delegator(tx, caller, d.project_id)
-            if own or self.can(tx, caller, d.project_id, Action.ADMIN):
+            if own or self.ctx.can(tx, caller, d.project_id, Action.ADMIN):
                 return d
         raise NotFound(f"task {str(a2a_id)[:_MAX_ID]} not found", reason=Reason.TASK_NOT_FOUND)
 
@@ -197,15 +203,17 @@ class A2AOps(WorkOps, ViewOps):
         template = templates.get(name) if name is not None else None
         if template is None:
             return None, f"no intake template {q.intake!r} in this project"
-        grants = [g for g in self.grants(tx, caller, project_id) if g.live and Action.DELEGATE in g.actions]
+        grants = [
+            g for g in self.ctx.grants(tx, caller, project_id) if g.live and Action.DELEGATE in g.actions
+        ]
         uncovered = [p for p in template.scope if not any(matches_any(g.scope, p) for g in grants)]
         if uncovered:
             return None, f"the delegate grant does not cover {uncovered[0]!r}"
         return template, None
 
     def _intake_task(self, tx: Tx, caller: Principal, t: IntakeTemplate, q: DelegationRequest) -> Task:
-        task_id = self.ids.new("tsk")
-        contract = self._contract(tx, t.project_id, task_id, t.criteria, t.scope, t.policy_version)
+        task_id = self.ctx.ids.new("tsk")
+        contract = self.work.contract(tx, t.project_id, task_id, t.criteria, t.scope, t.policy_version)
         description = q.description
         if q.inputs:
             description += "\n\nInputs (JSON, from the requester):\n" + _json_text(q.inputs)
@@ -218,7 +226,7 @@ class A2AOps(WorkOps, ViewOps):
             created_at=tx.now,
         )
         tx.work.add_task(task)
-        self.audit(
+        self.ctx.audit(
             tx,
             t.project_id,
             "task.created",
@@ -233,11 +241,11 @@ class A2AOps(WorkOps, ViewOps):
         return task
 
     def _delegated(self, tx: Tx, d: Delegation) -> DelegatedView:
-        kid = self.service_key(tx).kid
+        kid = self.ctx.service_key(tx).kid
         task = tx.work.task(d.task_id) if d.task_id else None
         if task is None:
             return DelegatedView(d, None, (), kid, d.created_at)
-        view = self._view(tx, task)
+        view = self.views.view_of(tx, task)
         files: tuple[PublishedFile, ...] = ()
         if view.completion is not None:
             found = tx.content.candidate(view.completion.candidate_id)

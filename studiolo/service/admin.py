@@ -20,16 +20,14 @@ from studiolo.core.model import (
     PrincipalKind,
     Project,
 )
-from studiolo.core.paths import normalize_path
 from studiolo.core.reasons import ErrorReason
 from studiolo.keys import ServiceKey, parse_public_key, public_jwk
-from studiolo.service._door import Door
-from studiolo.service._ids import check_id, hash_token
+from studiolo.service._door import Context
+from studiolo.service._ids import check_id, check_name, check_scope, hash_token
 from studiolo.store import Tx
 
 __all__ = ["AdminOps", "Issued", "KeyRotation"]
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,49}$")
 
 
@@ -56,40 +54,25 @@ def _retired_keys(tx: Tx) -> list[dict[str, Any]]:
     return list(json.loads(text)) if text else []
 
 
-def _name(value: object, what: str = "name") -> str:
-    if not isinstance(value, str) or not _NAME_RE.match(value):
-        raise InvalidRequest(f"invalid {what} {str(value)[:60]!r}: letters, digits, . _ - (≤100)")
-    return value
+class AdminOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
-
-def _scope(patterns: Iterable[str]) -> tuple[str, ...]:
-    out = []
-    for pat in patterns:
-        if pat in ("**", "*"):
-            out.append(pat)
-            continue
-        out.append(normalize_path(pat))
-    if not out:
-        raise InvalidRequest("a scope needs at least one path pattern")
-    return tuple(out)
-
-
-class AdminOps(Door):
     # the ledger ------------------------------------------------------------
     def initialize(self, admin_name: str = "admin") -> Issued | None:
         """Migrate the schema to head, then create the service key and the first admin (once)."""
-        self.store.upgrade()
+        self.ctx.store.upgrade()
 
         def run(tx: Tx) -> Issued | None:
             if tx.meta.get("service_key") is not None:
                 return None
             tx.meta.set("service_key", ServiceKey.generate().to_text())
-            tx.meta.set("incarnation", self.ids.new("inc"))
-            issued = self._issue(tx, None, _name(admin_name), PrincipalKind.ADMIN, None)
-            self.audit(tx, None, "ledger.initialized", issued.principal, issued.principal.id)
+            tx.meta.set("incarnation", self.ctx.ids.new("inc"))
+            issued = self.issue(tx, None, check_name(admin_name), PrincipalKind.ADMIN, None)
+            self.ctx.audit(tx, None, "ledger.initialized", issued.principal, issued.principal.id)
             return issued
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def authenticate(self, token: str | None) -> Principal:
         """The token's principal, through the cache (`_auth.py`): valid while the ledger's auth
@@ -97,10 +80,10 @@ class AdminOps(Door):
         if not token:
             raise Unauthenticated("a bearer token is required")
         digest = hash_token(token)
-        signal = self.store.auth_signal
+        signal = self.ctx.store.auth_signal
         mark = signal.value() if signal is not None else None
         if mark is not None:
-            found = self.auth_cache.get(digest, mark) or self._token_principal(digest, mark)
+            found = self.ctx.auth_cache.get(digest, mark) or self._token_principal(digest, mark)
         else:
             found = self._token_principal_per_generation(digest)
         if found is None:
@@ -111,9 +94,9 @@ class AdminOps(Door):
         """The token's principal if it is known without reading the ledger (an entry of the
         cache under the auth signal's current value); else None: call `authenticate`.
         Never blocks: the HTTP face calls it on the event loop."""
-        signal = self.store.auth_signal
+        signal = self.ctx.store.auth_signal
         mark = signal.value() if token and signal is not None else None
-        return None if mark is None else self.auth_cache.get(hash_token(token or ""), mark)
+        return None if mark is None else self.ctx.auth_cache.get(hash_token(token or ""), mark)
 
     def warm_auth_cache(self) -> int:
         """Read every live token at once (up to the cache's size) into the authentication
@@ -121,81 +104,81 @@ class AdminOps(Door):
         pay one ledger read per agent's first request. Entries are held under the auth signal
         read first (or the auth generation read with them), so a revocation after this read
         still ends them. Returns how many were read."""
-        limit = self.auth_cache.max_entries
-        signal = self.store.auth_signal
+        limit = self.ctx.auth_cache.max_entries
+        signal = self.ctx.store.auth_signal
         mark = signal.value() if signal is not None else None
         if mark is not None:
-            rows = self.store.read(lambda tx: tx.access.live_token_principals(limit), settled=False)
+            rows = self.ctx.store.read(lambda tx: tx.access.live_token_principals(limit), settled=False)
             generation: Hashable = mark
         else:
 
             def run(tx: Tx) -> tuple[Hashable, list[tuple[str, Principal]]]:
                 return tx.access.auth_generation(), tx.access.live_token_principals(limit)
 
-            generation, rows = self.store.read(run, settled=False)
+            generation, rows = self.ctx.store.read(run, settled=False)
         for digest, principal in rows:
-            self.auth_cache.put(digest, generation, principal)
+            self.ctx.auth_cache.put(digest, generation, principal)
         return len(rows)
 
     def _token_principal(self, digest: str, mark: int) -> Principal | None:
         """Read the token (after reading `mark`: see `authsignal.py`) and cache it under `mark`."""
-        found = self.store.read(lambda tx: tx.access.principal_by_token_hash(digest), settled=False)
+        found = self.ctx.store.read(lambda tx: tx.access.principal_by_token_hash(digest), settled=False)
         if found is not None:
-            self.auth_cache.put(digest, mark, found)
+            self.ctx.auth_cache.put(digest, mark, found)
         return found
 
     def _token_principal_per_generation(self, digest: str) -> Principal | None:
         # The common case, a cached token, needs only the generation: one statement.
-        hit = self.auth_cache.get(digest, self.store.auth_generation())
+        hit = self.ctx.auth_cache.get(digest, self.ctx.store.auth_generation())
         if hit is not None:
             return hit
 
         def run(tx: Tx) -> Principal | None:
             generation = tx.access.auth_generation()
-            hit = self.auth_cache.get(digest, generation)
+            hit = self.ctx.auth_cache.get(digest, generation)
             if hit is not None:
                 return hit
             found = tx.access.principal_by_token_hash(digest)
             if found is not None:
-                self.auth_cache.put(digest, generation, found)
+                self.ctx.auth_cache.put(digest, generation, found)
             return found
 
-        return self.store.read(run, settled=False)  # not shown to anyone: no fsync wait
+        return self.ctx.store.read(run, settled=False)  # not shown to anyone: no fsync wait
 
     def jwks(self) -> dict[str, Any]:
         """The signing key first, then every retired key (newest first), each by `kid`."""
 
         def run(tx: Tx) -> dict[str, Any]:
-            current = self.service_key(tx)
+            current = self.ctx.service_key(tx)
             retired = [r["x"] for r in reversed(_retired_keys(tx)) if r["x"] != current.public]
             return {"keys": [current.jwk(), *(public_jwk(x) for x in retired)]}
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def rotate_service_key(self) -> KeyRotation:
         """An operator action on the ledger: sign from now on with a new key, and keep the
         old public key published so that the receipts it signed stay verifiable."""
 
         def run(tx: Tx) -> KeyRotation:
-            old, new = self.service_key(tx), ServiceKey.generate()
+            old, new = self.ctx.service_key(tx), ServiceKey.generate()
             retired = [*_retired_keys(tx), {"x": old.public, "kid": old.kid, "retired_at": tx.now}]
             tx.meta.set("service_keys_retired", json.dumps(retired, sort_keys=True))
             tx.meta.set("service_key", new.to_text())
-            seq = self.audit(
+            seq = self.ctx.audit(
                 tx, None, "service_key.rotated", None, new.kid, previous_kid=old.kid, kid=new.kid
             )
             return KeyRotation(old.kid, new.kid, seq)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     # projects and principals -----------------------------------------------
     def projects(self, caller: Principal) -> list[Project]:
         """The projects the caller can see: every one for a service admin, else its own."""
 
         def run(tx: Tx) -> list[Project]:
-            return [p for p in tx.access.projects() if self.sees_project(tx, caller, p.id)]
+            return [p for p in tx.access.projects() if self.ctx.sees_project(tx, caller, p.id)]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def create_project(self, caller: Principal, name: str) -> Project:
         """Create a project (a service admin only; audited)."""
@@ -203,14 +186,14 @@ class AdminOps(Door):
             raise NotAuthorized("only a service administrator creates projects")
 
         def run(tx: Tx) -> Project:
-            if tx.access.project_by_name(_name(name, "project name")) is not None:
+            if tx.access.project_by_name(check_name(name, "project name")) is not None:
                 raise Conflict(f"project {name!r} exists", reason=ErrorReason.CONFLICT)
-            project = Project(self.ids.new("prj"), name, tx.now)
+            project = Project(self.ctx.ids.new("prj"), name, tx.now)
             tx.access.add_project(project)
-            self.audit(tx, project.id, "project.created", caller, project.id, name=name)
+            self.ctx.audit(tx, project.id, "project.created", caller, project.id, name=name)
             return project
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def add_principal(
         self,
@@ -228,22 +211,24 @@ class AdminOps(Door):
         key = parse_public_key(public_key) if public_key else None
 
         def run(tx: Tx) -> Issued:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
-            issued = self._issue(tx, project_id, _name(name), pkind, key)
-            self.audit(tx, project_id, "principal.added", caller, issued.principal.id, name=name, kind=kind)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
+            issued = self.issue(tx, project_id, check_name(name), pkind, key)
+            self.ctx.audit(
+                tx, project_id, "principal.added", caller, issued.principal.id, name=name, kind=kind
+            )
             return issued
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def principals(self, caller: Principal, project_id: str) -> list[Principal]:
         """The project's principals."""
 
         def run(tx: Tx) -> list[Principal]:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             return tx.access.principals(project_id)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def rotate_token(self, caller: Principal, principal_id: str) -> Issued:
         """Revoke every token of a principal and issue a new one (self, or an admin)."""
@@ -251,12 +236,12 @@ class AdminOps(Door):
         def run(tx: Tx) -> Issued:
             target = self._principal_for_admin(tx, caller, principal_id, allow_self=True)
             tx.access.revoke_tokens(target.id, tx.now)
-            token = self.ids.token()
-            tx.access.add_token(self.ids.new("tok"), target.id, hash_token(token), tx.now)
-            self.audit(tx, target.project_id, "token.rotated", caller, target.id)
+            token = self.ctx.ids.token()
+            tx.access.add_token(self.ctx.ids.new("tok"), target.id, hash_token(token), tx.now)
+            self.ctx.audit(tx, target.project_id, "token.rotated", caller, target.id)
             return Issued(target, token)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def revoke_tokens(self, caller: Principal, principal_id: str) -> int:
         """Revoke every token of a principal (itself, or a principal it administers; audited): how many."""
@@ -264,10 +249,10 @@ class AdminOps(Door):
         def run(tx: Tx) -> int:
             target = self._principal_for_admin(tx, caller, principal_id, allow_self=True)
             n = tx.access.revoke_tokens(target.id, tx.now)
-            self.audit(tx, target.project_id, "token.revoked", caller, target.id, count=n)
+            self.ctx.audit(tx, target.project_id, "token.revoked", caller, target.id, count=n)
             return n
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def set_public_key(self, caller: Principal, principal_id: str, public_key: str) -> Principal:
         """Set the Ed25519 key a principal signs receipts with (its project's admin; audited)."""
@@ -276,21 +261,21 @@ class AdminOps(Door):
         def run(tx: Tx) -> Principal:
             target = self._principal_for_admin(tx, caller, principal_id, allow_self=False)
             tx.access.set_public_key(target.id, key)
-            self.audit(tx, target.project_id, "principal.key_set", caller, target.id, key=key)
+            self.ctx.audit(tx, target.project_id, "principal.key_set", caller, target.id, key=key)
             return replace(target, public_key=key)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
-    def _issue(
+    def issue(
         self, tx: Tx, project_id: str | None, name: str, kind: PrincipalKind, key: str | None
     ) -> Issued:
-        principal = Principal(self.ids.new("prn"), project_id, name, kind, key)
+        principal = Principal(self.ctx.ids.new("prn"), project_id, name, kind, key)
         existing = [p for p in (tx.access.principals(project_id) if project_id else [])]
         if any(p.name == name for p in existing):
             raise Conflict(f"principal {name!r} exists in this project")
         tx.access.add_principal(principal, tx.now)
-        token = self.ids.token()
-        tx.access.add_token(self.ids.new("tok"), principal.id, hash_token(token), tx.now)
+        token = self.ctx.ids.token()
+        tx.access.add_token(self.ctx.ids.new("tok"), principal.id, hash_token(token), tx.now)
         return Issued(principal, token)
 
     def _principal_for_admin(
@@ -301,11 +286,11 @@ class AdminOps(Door):
             raise NotFound(f"principal {principal_id} not found")
         if allow_self and target.id == caller.id:
             return target
-        if target.project_id is None or not self.sees_project(tx, caller, target.project_id):
+        if target.project_id is None or not self.ctx.sees_project(tx, caller, target.project_id):
             if not caller.is_service_admin:
                 raise NotFound(f"principal {principal_id} not found")
             return target
-        self.require(tx, caller, target.project_id, Action.ADMIN)
+        self.ctx.require(tx, caller, target.project_id, Action.ADMIN)
         return target
 
     # grants ------------------------------------------------------------------
@@ -324,17 +309,17 @@ class AdminOps(Door):
             raise InvalidRequest(f"unknown action in {list(actions)!r}") from exc
         if not acts:
             raise InvalidRequest("a grant needs at least one action")
-        patterns = _scope(scope)
+        patterns = check_scope(scope)
 
         def run(tx: Tx) -> Grant:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
             target = tx.access.principal(check_id(principal_id, "principal id"))
             if target is None or target.project_id != project_id:
                 raise NotFound(f"principal {principal_id} not found in this project")
-            g = Grant(self.ids.new("grt"), project_id, target.id, acts, patterns, tx.now)
+            g = Grant(self.ctx.ids.new("grt"), project_id, target.id, acts, patterns, tx.now)
             tx.access.add_grant(g)
-            self.audit(
+            self.ctx.audit(
                 tx,
                 project_id,
                 "grant.created",
@@ -346,33 +331,33 @@ class AdminOps(Door):
             )
             return g
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def revoke_grant(self, caller: Principal, grant_id: str) -> Grant:
         """Revocation is a serialized state change: it orders against every completion."""
 
         def run(tx: Tx) -> Grant:
             g = tx.access.grant(check_id(grant_id, "grant id"))
-            if g is None or not self.sees_project(tx, caller, g.project_id):
+            if g is None or not self.ctx.sees_project(tx, caller, g.project_id):
                 raise NotFound(f"grant {grant_id} not found")
-            self.require(tx, caller, g.project_id, Action.ADMIN)
+            self.ctx.require(tx, caller, g.project_id, Action.ADMIN)
             if g.revoked_at is None:
                 tx.access.revoke_grant(g.id, tx.now)
-                self.audit(tx, g.project_id, "grant.revoked", caller, g.id, principal=g.principal_id)
+                self.ctx.audit(tx, g.project_id, "grant.revoked", caller, g.id, principal=g.principal_id)
             return tx.access.grant(g.id) or g
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def list_grants(self, caller: Principal, project_id: str) -> list[Grant]:
         """Every grant of the project for its admins; for anyone else, their own (revoked ones too)."""
 
         def run(tx: Tx) -> list[Grant]:
-            self.require_project(tx, caller, project_id)
-            if self.can(tx, caller, project_id, Action.ADMIN):
+            self.ctx.require_project(tx, caller, project_id)
+            if self.ctx.can(tx, caller, project_id, Action.ADMIN):
                 return tx.access.grants(project_id)
             return tx.access.grants_of(caller.id, project_id, live_only=False)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     # policies and checkers ---------------------------------------------------
     def publish_policy(self, caller: Principal, project_id: str, text: str) -> Policy:
@@ -381,25 +366,25 @@ class AdminOps(Door):
             raise InvalidRequest("a policy needs text")
 
         def run(tx: Tx) -> Policy:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
             latest = tx.access.latest_policy(project_id)
             version = (latest.version if latest else 0) + 1
             p = Policy(project_id, version, text, digest_bytes(text.encode()), tx.now)
             tx.access.add_policy(p)
-            self.audit(tx, project_id, "policy.published", caller, str(version), digest=p.digest)
+            self.ctx.audit(tx, project_id, "policy.published", caller, str(version), digest=p.digest)
             return p
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def policies(self, caller: Principal, project_id: str) -> list[Policy]:
         """Every published policy version of the project."""
 
         def run(tx: Tx) -> list[Policy]:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             return tx.access.policies(project_id)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def register_checker(
         self,
@@ -417,13 +402,15 @@ class AdminOps(Door):
         cfg = dict(config or {})
 
         def run(tx: Tx) -> Checker:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
             admitted = frozenset(self._verifier(tx, project_id, v) for v in verifiers)
-            c = Checker(project_id, _name(name, "checker name"), version, _name(kind, "kind"), cfg, admitted)
+            c = Checker(
+                project_id, check_name(name, "checker name"), version, check_name(kind, "kind"), cfg, admitted
+            )
             exists = tx.access.checker(project_id, c.name, c.version) is not None
             tx.access.put_checker(c, tx.now, replace=exists)
-            self.audit(
+            self.ctx.audit(
                 tx,
                 project_id,
                 "checker.admitted",
@@ -434,16 +421,16 @@ class AdminOps(Door):
             )
             return c
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def checkers(self, caller: Principal, project_id: str) -> list[Checker]:
         """The checker versions admitted in the project."""
 
         def run(tx: Tx) -> list[Checker]:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             return tx.access.checkers(project_id)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     @staticmethod
     def _verifier(tx: Tx, project_id: str, principal_id: str) -> str:

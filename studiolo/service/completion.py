@@ -22,14 +22,14 @@ from studiolo.core.predicate import CompletionFacts, CompletionRequest, Verdict,
 from studiolo.core.reasons import ErrorReason
 from studiolo.core.refusal import explain
 from studiolo.core.refusal_view import for_audit, for_reader, named_paths
-from studiolo.service._door import Door
+from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.service._refusal import circumstances, names_in, reader_of
 from studiolo.service._trust import ReceiptFacts, receipt_facts_later
 from studiolo.store import Tx
 from studiolo.store.work import Subjects, task_and_candidate
 
-__all__ = ["CompletionOps", "CompletionOutcome", "make_request"]
+__all__ = ["CompletionOps", "CompletionOutcome", "Rejected", "make_request"]
 
 
 # trust, declared revisions, the candidate's paths' revisions now (what publishing moves),
@@ -61,7 +61,7 @@ class CompletionOutcome:
 
 
 @dataclass(frozen=True)
-class _Rejected:
+class Rejected:
     verdict: Verdict
     details: tuple[dict[str, Any], ...] = ()  # as the caller may see them
 
@@ -99,14 +99,17 @@ def make_request(
     )
 
 
-class CompletionOps(Door):
+class CompletionOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     def complete(self, caller: Principal, request: CompletionRequest) -> CompletionOutcome:
         """Check the request and record the completion in one transaction (else `CompletionRejected`)."""
         ahead = self._ahead(request)
-        outcome = self.write_about(
-            "task", request.task_id, lambda tx: self._complete(tx, caller, request, ahead)
+        outcome = self.ctx.write_about(
+            "task", request.task_id, lambda tx: self.complete_in(tx, caller, request, ahead)
         )
-        if isinstance(outcome, _Rejected):
+        if isinstance(outcome, Rejected):
             raise CompletionRejected([r.value for r in outcome.verdict.failed], details=outcome.details)
         return outcome
 
@@ -116,16 +119,16 @@ class CompletionOps(Door):
         with the read of the subjects, one round trip instead of two in the serialized
         section, and are sent again after it if the task's project or contract or the
         candidate turn out to differ. Every fact the decision uses is read inside."""
-        if self.store.is_sqlite:  # no round trips to save
-            return None
-        found = self.store.glance(lambda driver: task_and_candidate(driver, True, q.task_id, q.candidate_id))
+        found = self.ctx.store.read_ahead(
+            lambda driver, pg: task_and_candidate(driver, pg, q.task_id, q.candidate_id)
+        )
         if found is not None:
-            self.store.located("task", q.task_id, found[0].project_id)
+            self.ctx.store.located("task", q.task_id, found[0].project_id)
         return found
 
-    def _complete(
+    def complete_in(
         self, tx: Tx, caller: Principal, q: CompletionRequest, ahead: _Ahead | None = None
-    ) -> CompletionOutcome | _Rejected:
+    ) -> CompletionOutcome | Rejected:
         # The reads the decision needs go out together (one round trip on PostgreSQL).
         found_of = tx.work.subjects_later(q.task_id, q.attempt_id, q.candidate_id, q.request_id)
         early = self._reads(tx, caller, q, *ahead) if ahead is not None else None
@@ -142,7 +145,7 @@ class CompletionOps(Door):
             return self._replay(caller, q, visible.prior)
         got = gathered() if visible is not None and gathered is not None else None
         facts = self._facts(tx, caller, q, visible, grants, got)
-        verdict = evaluate(q, facts, self.disabled_checks)
+        verdict = evaluate(q, facts, self.ctx.disabled_checks)
         if not verdict.accepted:
             return self._reject(tx, caller, q, facts, verdict)
         assert visible is not None and got is not None and facts.attempt is not None and facts.candidate
@@ -152,7 +155,7 @@ class CompletionOps(Door):
 
     def _reject(
         self, tx: Tx, caller: Principal, q: CompletionRequest, facts: CompletionFacts, verdict: Verdict
-    ) -> _Rejected:
+    ) -> Rejected:
         """Explain the refusal from this transaction's state: the audit event keeps every
         detail (its paths listed, so an event feed withholds it from whoever may not read
         one), the caller gets what it may read."""
@@ -163,7 +166,7 @@ class CompletionOps(Door):
         if details:
             extra = {"details": for_audit(details, names), "paths": named_paths(details)}
         failed = [r.value for r in verdict.failed]
-        self.audit(
+        self.ctx.audit(
             tx,
             pid,
             "completion.rejected",
@@ -175,7 +178,7 @@ class CompletionOps(Door):
             failed=failed,
             **extra,
         )
-        return _Rejected(verdict, tuple(for_reader(details, reader_of(caller, facts.grants, names))))
+        return Rejected(verdict, tuple(for_reader(details, reader_of(caller, facts.grants, names))))
 
     @staticmethod
     def _replay(caller: Principal, q: CompletionRequest, prior: Completion) -> CompletionOutcome:
@@ -223,7 +226,7 @@ class CompletionOps(Door):
         self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task, cand: Candidate | None
     ) -> tuple[Callable[[], list[Grant]], Callable[[], _Gathered]]:
         """Send the reads of the caller's grants and of what the task and candidate name."""
-        return self.grants_later(tx, caller, task.project_id), self._gather(tx, q, task, cand)
+        return self.ctx.grants_later(tx, caller, task.project_id), self._gather(tx, q, task, cand)
 
     @staticmethod
     def _gather(tx: Tx, q: CompletionRequest, task: Task, cand: Candidate | None) -> Callable[[], _Gathered]:
@@ -255,10 +258,10 @@ class CompletionOps(Door):
         cand: Candidate,
         current: dict[str, int],
     ) -> Completion:
-        completion_id = self.ids.new("cmp")
+        completion_id = self.ctx.ids.new("cmp")
         revisions = tx.content.publish(task.project_id, cand.files, tx.now, caller.id, completion_id, current)
         commit_version = tx.audit.next_seq(task.project_id)
-        key = self.service_key(tx)
+        key = self.ctx.service_key(tx)
         evidence, digest = sorted(set(q.evidence)), q.digest()
         body: dict[str, Any] = {
             "type": "studiolo.completion/v1",
@@ -294,7 +297,7 @@ class CompletionOps(Door):
             revisions,
         )
         tx.work.finish(task.project_id, completion)
-        seq = self.audit(
+        seq = self.ctx.audit(
             tx,
             task.project_id,
             "completion.accepted",

@@ -19,7 +19,7 @@ from studiolo.core.model import (
 )
 from studiolo.core.paths import matches_any, normalize_path, normalize_prefix
 from studiolo.core.reasons import ErrorReason, Reason
-from studiolo.service._door import Door
+from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.service.evidence import request_verification
 from studiolo.store import Tx
@@ -59,12 +59,15 @@ def _normalized_map(raw: Mapping[str, int], what: str, prefix: bool = False) -> 
     return out
 
 
-class ContentOps(Door):
+class ContentOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     # blobs -----------------------------------------------------------------
     def put_blob(self, caller: Principal, data: bytes) -> str:
         """Store bytes under their digest (idempotent), held by the caller's project; the digest."""
-        if len(data) > self.settings.max_blob_bytes:
-            raise PayloadTooLarge(f"blob exceeds {self.settings.max_blob_bytes} bytes")
+        if len(data) > self.ctx.settings.max_blob_bytes:
+            raise PayloadTooLarge(f"blob exceeds {self.ctx.settings.max_blob_bytes} bytes")
         digest = digest_bytes(data)
 
         def run(tx: Tx) -> None:
@@ -72,7 +75,7 @@ class ContentOps(Door):
             if caller.project_id is not None:
                 tx.content.add_blob_ref(caller.project_id, [digest])
 
-        self.store.write(run)
+        self.ctx.store.write(run)
         return digest
 
     def get_blob(self, caller: Principal, digest: str) -> bytes:
@@ -83,16 +86,16 @@ class ContentOps(Door):
         def run(tx: Tx) -> bytes | None:
             if not caller.is_service_admin:
                 pid = caller.project_id
-                if pid is None or not self.can(tx, caller, pid, Action.READ):
+                if pid is None or not self.ctx.can(tx, caller, pid, Action.READ):
                     return None
                 if tx.content.unreadable_blobs(pid, [digest]):
                     return None  # another project's bytes: not found, never a hint
-                may_read = self.path_reader(tx, caller, pid)
+                may_read = self.ctx.path_reader(tx, caller, pid)
                 if may_read is not None and not any(map(may_read, tx.content.paths_of_blob(pid, digest))):
                     return None  # bytes only of paths outside the caller's read scope
             return tx.content.blob(digest)
 
-        data = self.store.read(run)
+        data = self.ctx.store.read(run)
         if data is None:
             raise NotFound(f"blob {digest} not found", reason=ErrorReason.BLOB_MISSING)
         return data
@@ -115,10 +118,10 @@ class ContentOps(Door):
                 d for d, at in tx.content.all_blob_digests() if d not in refs and at < tx.now - older_than
             ]
             n = tx.content.delete_blobs(stale)
-            self.audit(tx, None, "blobs.collected", caller, None, count=n, older_than=older_than)
+            self.ctx.audit(tx, None, "blobs.collected", caller, None, count=n, older_than=older_than)
             return n
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     # artifacts -------------------------------------------------------------
     def read_artifact(
@@ -128,8 +131,8 @@ class ContentOps(Door):
         norm = normalize_path(path)
 
         def run(tx: Tx) -> ArtifactContent:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ, norm)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.READ, norm)
             art = tx.content.artifact(project_id, norm)
             if art is None:
                 raise NotFound(f"artifact {norm} not found")
@@ -143,39 +146,39 @@ class ContentOps(Door):
             data = tx.content.blob(art.digest) if art.digest else None
             return ArtifactContent(art, data)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def list_artifacts(self, caller: Principal, project_id: str, prefix: str = "") -> list[Artifact]:
         """The project's artifacts under a prefix, those the caller may read."""
         norm = normalize_prefix(prefix)
 
         def run(tx: Tx) -> list[Artifact]:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             arts = tx.content.artifacts(project_id, norm)
-            return [a for a in arts if self.can(tx, caller, project_id, Action.READ, a.path)]
+            return [a for a in arts if self.ctx.can(tx, caller, project_id, Action.READ, a.path)]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def read_revision(self, caller: Principal, project_id: str, path: str) -> int:
         """The current revision of a path: 0 if it never existed (a tombstone has one)."""
         norm = normalize_path(path)
 
         def run(tx: Tx) -> int:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ, norm)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.READ, norm)
             return tx.content.revisions(project_id, [norm])[norm]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def collection_revision(self, caller: Principal, project_id: str, prefix: str) -> int:
         """The current revision of a collection (a path prefix) of the project."""
         norm = normalize_prefix(prefix)
 
         def run(tx: Tx) -> int:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             return tx.content.collection_revisions(project_id, [norm])[norm]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def edit_artifact(
         self,
@@ -194,8 +197,8 @@ class ContentOps(Door):
             raise InvalidRequest(f"malformed digest {str(digest)[:80]!r}")
 
         def run(tx: Tx) -> Artifact:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.WRITE, norm)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.WRITE, norm)
             current = tx.content.revisions(project_id, [norm])[norm]
             if current != base:
                 raise Conflict(
@@ -206,7 +209,7 @@ class ContentOps(Door):
                 self._require_one_kind(tx, caller, project_id, {norm: digest})
                 tx.content.add_blob_ref(project_id, [digest])
             rev = tx.content.write_artifact(project_id, norm, digest, tx.now, caller.id, "edit", mode)
-            seq = self.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
+            seq = self.ctx.audit(tx, project_id, "artifact.edited", caller, norm, revision=rev, digest=digest)
             art = tx.content.artifact(project_id, norm)
             assert art is not None
             meta = {"title": f"{'Edit' if digest else 'Delete'} {norm}", "path": norm, "revision": rev}
@@ -214,7 +217,7 @@ class ContentOps(Door):
             tx.publications.append(project_id, seq, "edit", caller.id, tx.now, change, meta)
             return art
 
-        return self.write_in(project_id, run)
+        return self.ctx.write_in(project_id, run)
 
     # candidates ------------------------------------------------------------
     def submit_candidate(self, caller: Principal, attempt_id: str, draft: CandidateDraft) -> Candidate:
@@ -231,7 +234,7 @@ class ContentOps(Door):
 
         def run(tx: Tx) -> Candidate:
             found = tx.work.attempt_and_task(check_id(attempt_id, "attempt id"))
-            if found is None or not self.may_read_task(tx, caller, found[1]):
+            if found is None or not self.ctx.may_read_task(tx, caller, found[1]):
                 raise NotFound(f"attempt {attempt_id} not found")
             attempt, task = found
             if attempt.principal_id != caller.id:
@@ -247,7 +250,7 @@ class ContentOps(Door):
             self._require_blobs(tx, caller, task.project_id, [d for d in files.values() if d])
             self._require_one_kind(tx, caller, task.project_id, files)
             cand = Candidate(
-                self.ids.new("cnd"),
+                self.ctx.ids.new("cnd"),
                 task.id,
                 attempt.id,
                 files,
@@ -259,7 +262,7 @@ class ContentOps(Door):
                 tx.now,
             )
             tx.content.add_candidate(task.project_id, cand)
-            self.audit(
+            self.ctx.audit(
                 tx,
                 task.project_id,
                 "candidate.submitted",
@@ -278,7 +281,7 @@ class ContentOps(Door):
             request_verification(tx, task, cand, caller)
             return cand
 
-        return self.write_about("attempt", attempt_id, run)
+        return self.ctx.write_about("attempt", attempt_id, run)
 
     @staticmethod
     def _require_blobs(tx: Tx, caller: Principal, project_id: str, digests: list[str]) -> None:
@@ -300,7 +303,7 @@ class ContentOps(Door):
         if not conflicts:
             return
         above, below = conflicts[0]
-        may_read = self.path_reader(tx, caller, project_id)
+        may_read = self.ctx.path_reader(tx, caller, project_id)
         shown = [
             p if may_read is None or may_read(p) or p in files else "(a path you may not read)"
             for p in (above, below)
@@ -311,8 +314,8 @@ class ContentOps(Door):
     def _files(self, raw: Mapping[str, str | None]) -> dict[str, str | None]:
         if not isinstance(raw, Mapping) or not raw:
             raise InvalidRequest("a candidate changes at least one file")
-        if len(raw) > self.settings.max_files_per_candidate:
-            raise PayloadTooLarge(f"more than {self.settings.max_files_per_candidate} files")
+        if len(raw) > self.ctx.settings.max_files_per_candidate:
+            raise PayloadTooLarge(f"more than {self.ctx.settings.max_files_per_candidate} files")
         out: dict[str, str | None] = {}
         for path, digest in raw.items():
             norm = normalize_path(path)
@@ -329,11 +332,11 @@ class ContentOps(Door):
         def run(tx: Tx) -> Candidate:
             found = tx.content.candidate(check_id(candidate_id, "candidate id"))
             task = tx.work.task(found[1].task_id) if found else None
-            if found is None or task is None or not self.may_read_task(tx, caller, task):
+            if found is None or task is None or not self.ctx.may_read_task(tx, caller, task):
                 raise NotFound(f"candidate {candidate_id} not found")
-            return self.confine(tx, caller, task.project_id, found[1])
+            return self.ctx.confine(tx, caller, task.project_id, found[1])
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     # observations ----------------------------------------------------------
     def observe(
@@ -358,11 +361,11 @@ class ContentOps(Door):
             raise InvalidRequest("an observation names the revision or the digest it observed")
 
         def run(tx: Tx) -> Observation:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.OBSERVE, norm)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.OBSERVE, norm)
             _require_observable(tx, project_id, norm, revision, digest)
             obs = Observation(
-                id=self.ids.new("obs"),
+                id=self.ctx.ids.new("obs"),
                 project_id=project_id,
                 target=norm,
                 revision=revision,
@@ -372,7 +375,7 @@ class ContentOps(Door):
                 observer_id=caller.id,
             )
             tx.content.add_observation(obs)
-            self.audit(
+            self.ctx.audit(
                 tx,
                 project_id,
                 "observation.recorded",
@@ -384,7 +387,7 @@ class ContentOps(Door):
             )
             return obs
 
-        return self.write_in(project_id, run)
+        return self.ctx.write_in(project_id, run)
 
     def observations(
         self, caller: Principal, project_id: str, target: str | None = None
@@ -393,11 +396,11 @@ class ContentOps(Door):
         norm = normalize_path(target) if target else None
 
         def run(tx: Tx) -> list[Observation]:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             found = tx.content.observations(project_id, norm)
-            return [o for o in found if self.can(tx, caller, project_id, Action.READ, o.target)]
+            return [o for o in found if self.ctx.can(tx, caller, project_id, Action.READ, o.target)]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
 
 def _require_observable(tx: Tx, project_id: str, path: str, revision: int | None, digest: str | None) -> None:

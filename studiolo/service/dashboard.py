@@ -11,6 +11,7 @@ from studiolo._exceptions import InvalidRequest
 from studiolo.core.facts import Fact
 from studiolo.core.model import Action, Event, Observation, Principal, Project, Task, TaskStatus
 from studiolo.core.remote import RemoteDelegation, RemoteState
+from studiolo.service._door import Context
 from studiolo.service.overview import (
     Attention,
     ListFilter,
@@ -68,7 +69,11 @@ class ProjectSummary:
     statuses: Mapping[str, int]  # task status → count
 
 
-class DashboardOps(ViewOps):
+class DashboardOps:
+    def __init__(self, ctx: Context, views: ViewOps) -> None:
+        self.ctx = ctx
+        self.views = views
+
     def task_list_page(
         self,
         caller: Principal,
@@ -92,8 +97,8 @@ class DashboardOps(ViewOps):
             raise InvalidRequest("limit is 1..500 and offset ≥ 0")
 
         def run(tx: Tx) -> TaskListPage:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.READ)
             seq = _latest_seq(tx, project_id)
             tx.expect_clock()
             snapshot = since
@@ -102,14 +107,14 @@ class DashboardOps(ViewOps):
             rows = [r for r in snapshot.rows if wanted.searched(r.task)]
             selected = [r for r in rows if wanted.selects(r)]
             shown = selected[offset : offset + limit]
-            listed = self._views(tx, [r.task for r in shown], rejections=False)
-            views = tuple(self._confined(tx, caller, v) for v in listed)
+            listed = self.views.views_of(tx, [r.task for r in shown], rejections=False)
+            views = tuple(self.views.confined(tx, caller, v) for v in listed)
             marks = {r.task.id: r.attention for r in shown}
             more = len(selected) > offset + limit
             page = TaskListPage(views, more, tx.now, tally(rows), len(selected), marks, seq)
             return replace(page, snapshot=snapshot)
 
-        return self.store.read(run, batched=True)
+        return self.ctx.store.read(run, batched=True)
 
     def _snapshot(self, tx: Tx, project_id: str, seq: int) -> RowsSnapshot:
         """Every task with its fact and attention, in creation order; a view is read only for
@@ -117,7 +122,7 @@ class DashboardOps(ViewOps):
         tasks = self._all_tasks(tx, project_id)
         heavy = [t for t in tasks if needs_view(t)]
         waiting = {d.task_id for d in tx.remote.delegations(project_id, [RemoteState.INDETERMINATE])}
-        views = {v.task.id: v for v in self._views(tx, heavy)} if heavy else {}
+        views = {v.task.id: v for v in self.views.views_of(tx, heavy)} if heavy else {}
         rows = []
         for t in tasks:
             v = views.get(t.id)
@@ -142,11 +147,11 @@ class DashboardOps(ViewOps):
         """A task's view, its audit timeline (the latest `timeline_limit` events) and handoff."""
 
         def run(tx: Tx) -> TaskPage:
-            view = self._confined(tx, caller, self._visible_view(tx, caller, task_id))
+            view = self.views.confined(tx, caller, self.views.visible_view(tx, caller, task_id))
             subjects = [view.task.id, *(a.id for a in view.attempts), *(c.id for c in view.candidates)]
             subjects.extend(r.id for r in view.receipts)
             found = tx.audit.events_about(view.task.project_id, subjects, timeline_limit)
-            timeline = self.readable_events(tx, caller, view.task.project_id, found)
+            timeline = self.views.readable_events(tx, caller, view.task.project_id, found)
             handoff = self._handoff_of(tx, view)
             project = view.task.project_id
             delegations = tuple(tx.remote.delegations(project, None, task_id=view.task.id))
@@ -156,7 +161,7 @@ class DashboardOps(ViewOps):
             deployed = self._deployments(tx, view)
             return TaskPage(view, tuple(timeline), handoff, tx.now, seq, delegations, deployed, marks)
 
-        return self.store.read(run, batched=True)
+        return self.ctx.store.read(run, batched=True)
 
     @staticmethod
     def _deployments(tx: Tx, view: TaskView) -> tuple[Observation, ...]:
@@ -181,16 +186,16 @@ class DashboardOps(ViewOps):
             orgs = {o.id: o.name for o in tx.remote.orgs(project_id)}
             return DelegationsPage(every, titles, orgs)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def project_summaries(self, caller: Principal) -> list[ProjectSummary]:
         """The projects the caller can see, each with its tasks counted by status."""
 
         def run(tx: Tx) -> list[ProjectSummary]:
-            seen = [p for p in tx.access.projects() if self.sees_project(tx, caller, p.id)]
+            seen = [p for p in tx.access.projects() if self.ctx.sees_project(tx, caller, p.id)]
             return [ProjectSummary(p, tx.work.count_by_status(p.id)) for p in seen]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     @staticmethod
     def _handoff_of(tx: Tx, view: TaskView) -> HandoffView | None:
@@ -208,11 +213,11 @@ class DashboardOps(ViewOps):
         """Policy version → the ids of the tasks whose contract pins it."""
 
         def run(tx: Tx) -> dict[int, list[str]]:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.READ)
             return tx.work.policy_pins(project_id)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def latest_events(
         self,
@@ -231,30 +236,30 @@ class DashboardOps(ViewOps):
         def run(tx: Tx) -> list[Event]:
             self._require_reader(tx, caller, project_id)
             found = tx.audit.latest(project_id, limit, before, kind or None)
-            return self.readable_events(tx, caller, project_id, found)
+            return self.views.readable_events(tx, caller, project_id, found)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def chain_status(
         self, caller: Principal, project_id: str, since: AuditReport | None = None
     ) -> AuditReport:
         """The audit chain's verification, for a reader of the project (`since`: see `verify_audit`)."""
-        self.store.read(lambda tx: self._require_reader(tx, caller, project_id))
-        return self.verify_audit(since)
+        self.ctx.store.read(lambda tx: self._require_reader(tx, caller, project_id))
+        return self.views.verify_audit(since)
 
     def may_administer(self, caller: Principal, project_id: str) -> bool:
         """Whether the caller holds a live `admin` grant on the project (the pages offer the
         admin forms only then; the door still decides each action)."""
 
         def run(tx: Tx) -> bool:
-            self.require_project(tx, caller, project_id)
-            return self.can(tx, caller, project_id, Action.ADMIN)
+            self.ctx.require_project(tx, caller, project_id)
+            return self.ctx.can(tx, caller, project_id, Action.ADMIN)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def _require_reader(self, tx: Tx, caller: Principal, project_id: str) -> None:
-        self.require_project(tx, caller, project_id)
-        self.require(tx, caller, project_id, Action.READ)
+        self.ctx.require_project(tx, caller, project_id)
+        self.ctx.require(tx, caller, project_id, Action.READ)
 
 
 def _latest_seq(tx: Tx, project_id: str) -> int:

@@ -26,7 +26,7 @@ from studiolo.core.model import (
 from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.core.trust import link_id, receipt_id_of
 from studiolo.keys import key_id, verify
-from studiolo.service._door import Door
+from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.service.verification import (
     CandidateTree,
@@ -102,7 +102,10 @@ def parse_receipt_body(body: Mapping[str, Any], signature: str, project_id: str,
     return Receipt.from_signed(body, signature, id=rid, project_id=project_id, candidate_id=cand_id)
 
 
-class EvidenceOps(Door):
+class EvidenceOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     def submit_receipt(
         self, caller: Principal, candidate_id: str, body: Mapping[str, Any], signature: str
     ) -> Receipt:
@@ -117,7 +120,7 @@ class EvidenceOps(Door):
                 raise InvalidRequest("upload the log before the receipt", reason=ErrorReason.BLOB_MISSING)
             if tx.evidence.receipt(receipt.id) is None:
                 tx.evidence.add_receipt(receipt, tx.now, kid)
-                self.audit(
+                self.ctx.audit(
                     tx,
                     task.project_id,
                     "receipt.recorded",
@@ -133,7 +136,7 @@ class EvidenceOps(Door):
                 )
             return receipt
 
-        return self.write_about("candidate", candidate_id, run)
+        return self.ctx.write_about("candidate", candidate_id, run)
 
     def _admit(self, tx: Tx, caller: Principal, task: Task, r: Receipt) -> str:
         """Check the caller may post `r`, and its signature; the kid of the key that verified it."""
@@ -141,7 +144,7 @@ class EvidenceOps(Door):
             raise NotAuthorized(
                 "only the issuing verifier posts its receipts", reason=ErrorReason.VERIFIER_NOT_ADMITTED
             )
-        self.require(tx, caller, task.project_id, Action.VERIFY)
+        self.ctx.require(tx, caller, task.project_id, Action.VERIFY)
         name, _, version = r.checker.partition("@")
         checker = tx.access.checker(task.project_id, name, version)
         if checker is None:
@@ -197,7 +200,7 @@ class EvidenceOps(Door):
             link = replace(source, id=link_id(source.id, cand.id), candidate_id=cand.id, reused=True)
             if tx.evidence.receipt(link.id) is None:
                 tx.evidence.add_receipt(link, tx.now, kid, reused_from=source.id)
-                self.audit(
+                self.ctx.audit(
                     tx,
                     task.project_id,
                     "receipt.reused",
@@ -213,7 +216,7 @@ class EvidenceOps(Door):
                 )
             return tx.evidence.receipt(link.id) or link
 
-        return self.write_about("candidate", candidate_id, run)
+        return self.ctx.write_about("candidate", candidate_id, run)
 
     @staticmethod
     def _owns(tx: Tx, caller: Principal, cand: Candidate) -> bool:
@@ -257,7 +260,7 @@ class EvidenceOps(Door):
             cand, _task = self._candidate_for(tx, caller, candidate_id)
             return tx.evidence.receipts_of_candidate(cand.id)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def receipt(self, caller: Principal, receipt_id: str) -> Receipt:
         """A receipt, if the caller may read its task."""
@@ -265,11 +268,11 @@ class EvidenceOps(Door):
         def run(tx: Tx) -> Receipt:
             r = tx.evidence.receipt(check_id(receipt_id, "receipt id"))
             task = tx.work.task(r.task_id) if r else None
-            if r is None or task is None or not self.may_read_task(tx, caller, task):
+            if r is None or task is None or not self.ctx.may_read_task(tx, caller, task):
                 raise NotFound(f"receipt {receipt_id} not found")
             return r
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def verification_queue(
         self, caller: Principal, project_id: str, limit: int = 50
@@ -280,8 +283,8 @@ class EvidenceOps(Door):
             raise InvalidRequest("limit is 1..1000")
 
         def run(tx: Tx) -> list[VerificationItem]:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.VERIFY)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.VERIFY)
             mine = {c.ref: c for c in tx.access.checkers(project_id) if caller.id in c.verifiers}
             items: list[VerificationItem] = []
             for task in tx.work.tasks(project_id, TaskStatus.CLAIMED, limit=10_000):
@@ -290,16 +293,16 @@ class EvidenceOps(Door):
                     break
             return items[:limit]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def candidate_tree(self, caller: Principal, candidate_id: str) -> CandidateTree:
         """The file tree a verifier must check for a candidate (see `CandidateTree`)."""
 
         def run(tx: Tx) -> CandidateTree:
             cand, task = self._candidate_for(tx, caller, candidate_id)
-            self.require(tx, caller, task.project_id, Action.VERIFY)
+            self.ctx.require(tx, caller, task.project_id, Action.VERIFY)
             files, unreproducible = declared_tree(tx, task.project_id, cand)
-            grants = self.grants(tx, caller, task.project_id)
+            grants = self.ctx.grants(tx, caller, task.project_id)
             withheld = tuple(
                 p
                 for p in sorted(files)
@@ -315,10 +318,10 @@ class EvidenceOps(Door):
                 withheld=withheld,
             )
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def _candidate_for(self, tx: Tx, caller: Principal, candidate_id: str) -> tuple[Candidate, Task]:
         found = tx.work.candidate_and_task(check_id(candidate_id, "candidate id"))
-        if found is None or not self.may_read_task(tx, caller, found[1]):
+        if found is None or not self.ctx.may_read_task(tx, caller, found[1]):
             raise NotFound(f"candidate {candidate_id} not found")
         return found

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from studiolo.core.model import Action, Event, Principal
-from studiolo.service._door import Door
+from studiolo.service._door import Context
 from studiolo.service.views import visible_events
 from studiolo.store import Tx
 
@@ -41,17 +41,20 @@ class FeedBatch:
     events: list[Event]
 
 
-class FeedOps(Door):
+class FeedOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     def event_access(self, caller: Principal, project_id: str) -> EventAccess:
         """The caller may read the project's events (else NotFound / NotAuthorized)."""
 
         def run(tx: Tx) -> EventAccess:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ)
-            reader = self.path_reader(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.READ)
+            reader = self.ctx.path_reader(tx, caller, project_id)
             return EventAccess(caller, project_id, tx.access.auth_generation(), reader)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def event_feed(self, project_ids: Sequence[str], after: int, limit: int = 1000) -> FeedBatch:
         """The events of the named projects after `after`, in seq order, unfiltered: only for a
@@ -64,4 +67,4 @@ class FeedOps(Door):
                 upto = events[-1].seq
             return FeedBatch(tx.access.auth_generation(), upto, events)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)

@@ -11,7 +11,7 @@ from studiolo.core.canonical import digest_json, is_digest
 from studiolo.core.model import Action, FileMode, Principal
 from studiolo.core.paths import normalize_path
 from studiolo.core.reasons import ErrorReason, Reason
-from studiolo.service._door import Door
+from studiolo.service._door import Context
 from studiolo.store import Tx
 
 __all__ = ["Edited", "ImportOps", "Imported"]
@@ -44,7 +44,10 @@ def _tree(files: Mapping[str, tuple[str, FileMode]]) -> dict[str, tuple[str, Fil
     return out
 
 
-class ImportOps(Door):
+class ImportOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     def import_tree(
         self,
         caller: Principal,
@@ -60,7 +63,7 @@ class ImportOps(Door):
         origin = {k: str(v)[:200] for k, v in source.items() if k in ("commit", "ref", "repository")}
 
         def run(tx: Tx) -> Imported:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             live = {a.path: a for a in tx.content.artifacts(project_id) if a.digest is not None}
             written = {
                 p: dm for p, dm in tree.items() if p not in live or (live[p].digest, live[p].mode) != dm
@@ -81,7 +84,7 @@ class ImportOps(Door):
                 revisions[path] = tx.content.write_artifact(
                     project_id, path, None, tx.now, caller.id, "import"
                 )
-            seq = self.audit(
+            seq = self.ctx.audit(
                 tx,
                 project_id,
                 "artifacts.imported",
@@ -100,7 +103,7 @@ class ImportOps(Door):
             unchanged = len(tree) - len(written)
             return Imported(seq, len(written), len(deleted), unchanged, tree_digest)
 
-        return self.write_in(project_id, run)
+        return self.ctx.write_in(project_id, run)
 
     def edit_artifacts(
         self,
@@ -121,7 +124,7 @@ class ImportOps(Door):
         origin = {k: str(v)[:200] for k, v in source.items() if k in ("commit", "ref", "title")}
 
         def run(tx: Tx) -> Edited:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             self._require_writes(tx, caller, project_id, sorted(tree))
             current = tx.content.revisions(project_id, list(tree))
             moved = sorted(p for p in tree if current[p] != bases[p])
@@ -143,7 +146,7 @@ class ImportOps(Door):
                 path: tx.content.write_artifact(project_id, path, digest, tx.now, caller.id, "edit", mode)
                 for path, (digest, mode) in sorted(tree.items())
             }
-            seq = self.audit(
+            seq = self.ctx.audit(
                 tx,
                 project_id,
                 "artifacts.edited",
@@ -158,12 +161,12 @@ class ImportOps(Door):
             tx.publications.append(project_id, seq, "edit", caller.id, tx.now, changes, meta)
             return Edited(seq, revisions)
 
-        return self.write_in(project_id, run)
+        return self.ctx.write_in(project_id, run)
 
     def _require_writes(self, tx: Tx, caller: Principal, project_id: str, paths: list[str]) -> None:
         if caller.is_service_admin:
             return
-        grants = self.grants(tx, caller, project_id)
+        grants = self.ctx.grants(tx, caller, project_id)
         refused = [p for p in paths if not any(g.covers(Action.WRITE, p) for g in grants)]
         if refused:
             raise NotAuthorized(f"{caller.name} holds no live write grant on {refused[:5]}")

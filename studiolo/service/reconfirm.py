@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from studiolo._exceptions import NotFound
 from studiolo.core.model import Action, Principal
 from studiolo.keys import key_id
-from studiolo.service._door import Door
+from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.store import Tx
 from studiolo.store.authority import HeldPrincipal, held_principals
@@ -36,7 +36,10 @@ class Reconfirmed:
     event_seq: int | None  # None: nothing was held, nothing recorded
 
 
-class ReconfirmOps(Door):
+class ReconfirmOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     def reconfirm(self, caller: Principal, principal_id: str) -> Reconfirmed:
         """Vouch for a principal whose tokens or verifier admissions a restore held: they work
         again (its project's admin, or a service admin; audited as `principal.reconfirmed`)."""
@@ -44,7 +47,7 @@ class ReconfirmOps(Door):
         def run(tx: Tx) -> Reconfirmed:
             return self._vouch_for(tx, caller, self._administered(tx, caller, principal_id))
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def reconfirm_locally(self, principal_id: str) -> Reconfirmed:
         """`reconfirm` by the operator on the local ledger, with no token (audited, no actor):
@@ -56,23 +59,23 @@ class ReconfirmOps(Door):
                 raise NotFound(f"principal {principal_id} not found")
             return self._vouch_for(tx, None, target)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def held_authority(self) -> list[HeldPrincipal]:
         """Every principal whose authority a restore holds, and what of it (an operator read)."""
 
-        return list(self.store.read(lambda tx: held_principals(tx.access)))
+        return list(self.ctx.store.read(lambda tx: held_principals(tx.access)))
 
     def _administered(self, tx: Tx, caller: Principal, principal_id: str) -> Principal:
         """The principal, if the caller administers it (never itself: a held token cannot ask)."""
         target = tx.access.principal(check_id(principal_id, "principal id"))
         if target is None or target.id == caller.id:
             raise NotFound(f"principal {principal_id} not found")
-        if target.project_id is None or not self.sees_project(tx, caller, target.project_id):
+        if target.project_id is None or not self.ctx.sees_project(tx, caller, target.project_id):
             if not caller.is_service_admin:
                 raise NotFound(f"principal {principal_id} not found")
             return target
-        self.require(tx, caller, target.project_id, Action.ADMIN)
+        self.ctx.require(tx, caller, target.project_id, Action.ADMIN)
         return target
 
     def _vouch_for(self, tx: Tx, caller: Principal | None, target: Principal) -> Reconfirmed:
@@ -82,7 +85,7 @@ class ReconfirmOps(Door):
         if held.empty:
             return Reconfirmed(target.id, (), (), (), kid, None)
         tx.access.release(held)
-        seq = self.audit(
+        seq = self.ctx.audit(
             tx,
             target.project_id,
             "principal.reconfirmed",

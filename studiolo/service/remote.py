@@ -12,13 +12,17 @@ from dataclasses import replace
 from typing import Any
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound
+from studiolo.core.lease import is_live
 from studiolo.core.model import Action, Checker, Grant, Principal, PrincipalKind, Task
 from studiolo.core.paths import matches_any, normalize_prefix
 from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.core.remote import RemoteDelegation, RemoteOrg, RemoteState, parse_origins
 from studiolo.keys import ServiceKey, parse_public_key
-from studiolo.service.admin import AdminOps, _name
+from studiolo.service._door import Context
+from studiolo.service._ids import check_name
+from studiolo.service.admin import AdminOps
 from studiolo.service.remote_wait import RemoteWaitOps
+from studiolo.service.work import WorkOps
 from studiolo.store import Tx
 
 __all__ = ["RemoteOps"]
@@ -49,7 +53,13 @@ def _pinned(keys: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-class RemoteOps(AdminOps, RemoteWaitOps):
+class RemoteOps:
+    def __init__(self, ctx: Context, admin: AdminOps, work: WorkOps, remote_wait: RemoteWaitOps) -> None:
+        self.ctx = ctx
+        self.admin = admin
+        self.work = work
+        self.remote_wait = remote_wait
+
     # trust anchors ------------------------------------------------------------
     def add_remote_org(
         self,
@@ -63,7 +73,7 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         """Pin a remote organisation's keys in a project, and the origins the service may send
         requests to for it. Creates its agent principal (holds the local attempt), its verifier
         principal and the checker `a2a-<name>@1` admitting it."""
-        org_name = _name(name, "organisation name")
+        org_name = check_name(name, "organisation name")
         pinned = _pinned(keys)
         allowed = _origins(origins)
         prefix = normalize_prefix(target if target is not None else f"remote/{org_name}")
@@ -71,8 +81,8 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             raise InvalidRequest("a remote organisation writes under a directory, not the project root")
 
         def run(tx: Tx) -> RemoteOrg:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
             if tx.remote.org_by_name(project_id, org_name) is not None:
                 raise Conflict(f"remote organisation {org_name!r} exists", reason=ErrorReason.CONFLICT)
             attest = ServiceKey.generate()
@@ -83,10 +93,12 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             )
             scope = (f"{prefix}**",)
             for who, acts in ((agent, _AGENT_ACTIONS), (verifier, frozenset({Action.READ, Action.VERIFY}))):
-                self._grant(tx, caller, Grant(self.ids.new("grt"), project_id, who.id, acts, scope, tx.now))
+                self._grant(
+                    tx, caller, Grant(self.ctx.ids.new("grt"), project_id, who.id, acts, scope, tx.now)
+                )
             checker = self._remote_checker(tx, caller, project_id, org_name, verifier.id)
             org = RemoteOrg(
-                self.ids.new("org"),
+                self.ctx.ids.new("org"),
                 project_id,
                 org_name,
                 pinned,
@@ -100,27 +112,27 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             tx.remote.add_org(org, attest.to_text())
             data = {"keys": pinned, "agent": agent.id, "verifier": verifier.id, "checker": checker}
             data |= {"origins": list(allowed)}
-            self.audit(
+            self.ctx.audit(
                 tx, project_id, "a2a.remote_org.added", caller, org.id, name=org_name, target=prefix, **data
             )
             return org
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def _principal(
         self, tx: Tx, caller: Principal, project_id: str, name: str, kind: PrincipalKind, key: str | None
     ) -> Principal:
-        p = self._issue(tx, project_id, name, kind, key).principal
-        self.audit(tx, project_id, "principal.added", caller, p.id, name=name, kind=kind.value)
+        p = self.admin.issue(tx, project_id, name, kind, key).principal
+        self.ctx.audit(tx, project_id, "principal.added", caller, p.id, name=name, kind=kind.value)
         if key is not None:
-            self.audit(tx, project_id, "principal.key_set", caller, p.id, key=key)
+            self.ctx.audit(tx, project_id, "principal.key_set", caller, p.id, key=key)
         return p
 
     def _grant(self, tx: Tx, caller: Principal, g: Grant) -> None:
         """A grant of the organisation's principals: the same `grant.created` event as any."""
         tx.access.add_grant(g)
         actions = sorted(a.value for a in g.actions)
-        self.audit(
+        self.ctx.audit(
             tx, g.project_id, "grant.created", caller, g.id, principal=g.principal_id, actions=actions,
             scope=list(g.scope),
         )  # fmt: skip
@@ -136,7 +148,9 @@ class RemoteOps(AdminOps, RemoteWaitOps):
                 f"checker {c.ref} exists: choose another organisation name", reason=ErrorReason.CONFLICT
             )
         tx.access.put_checker(c, tx.now, replace=False)
-        self.audit(tx, project_id, "checker.admitted", caller, c.ref, kind=c.kind, verifiers=[verifier_id])
+        self.ctx.audit(
+            tx, project_id, "checker.admitted", caller, c.ref, kind=c.kind, verifiers=[verifier_id]
+        )
         return c.ref
 
     def set_remote_origins(
@@ -147,26 +161,26 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         allowed = _origins(origins)
 
         def run(tx: Tx) -> RemoteOrg:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
             org = tx.remote.org_by_name(project_id, str(name)[:100])
             if org is None:
                 raise NotFound(f"remote organisation {str(name)[:100]!r} not found")
             tx.remote.set_origins(org.id, allowed)
-            self.audit(
+            self.ctx.audit(
                 tx, project_id, "a2a.remote_org.origins", caller, org.id, name=org.name, origins=list(allowed)
             )
             return replace(org, origins=allowed)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def revoke_remote_org(self, caller: Principal, project_id: str, name: str) -> RemoteOrg:
         """Stop trusting an organisation: no new delegation, and the grants of its principals are
         revoked, so the completion contract refuses any result still in flight (audited)."""
 
         def run(tx: Tx) -> RemoteOrg:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
             org = tx.remote.org_by_name(project_id, str(name)[:100])
             if org is None:
                 raise NotFound(f"remote organisation {str(name)[:100]!r} not found")
@@ -175,34 +189,34 @@ class RemoteOps(AdminOps, RemoteWaitOps):
                 for who in (org.agent_id, org.verifier_id):
                     for g in tx.access.grants_of(who, project_id):
                         tx.access.revoke_grant(g.id, tx.now)
-                        self.audit(tx, project_id, "grant.revoked", caller, g.id, principal=who)
-                self.audit(tx, project_id, "a2a.remote_org.revoked", caller, org.id, name=org.name)
+                        self.ctx.audit(tx, project_id, "grant.revoked", caller, g.id, principal=who)
+                self.ctx.audit(tx, project_id, "a2a.remote_org.revoked", caller, org.id, name=org.name)
             found = tx.remote.org(org.id)
             assert found is not None
             return found
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def remote_orgs(self, caller: Principal, project_id: str) -> list[RemoteOrg]:
         """The remote organisations pinned in the project."""
 
         def run(tx: Tx) -> list[RemoteOrg]:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             return tx.remote.orgs(project_id)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def remote_org(self, caller: Principal, project_id: str, name: str) -> RemoteOrg:
         """A remote organisation pinned in the project, by name."""
 
         def run(tx: Tx) -> RemoteOrg:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             org = tx.remote.org_by_name(project_id, str(name)[:100])
             if org is None:
                 raise NotFound(f"remote organisation {str(name)[:100]!r} not found")
             return org
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def remote_org_for_task(self, caller: Principal, task_id: str, org_name: str) -> RemoteOrg:
         """The organisation a caller may delegate this task to: checked before any network
@@ -211,14 +225,16 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         def run(tx: Tx) -> RemoteOrg:
             return self._delegable_org(tx, caller, task_id, org_name)[1]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def _delegable_org(
         self, tx: Tx, caller: Principal, task_id: str, org_name: str
     ) -> tuple[Task, RemoteOrg]:
         """The task and the live organisation the caller may delegate it to, else refuse."""
-        task = self.visible_task(tx, caller, task_id)
-        if not (self.can(tx, caller, task.project_id, Action.ADMIN) or self._may_delegate(tx, caller, task)):
+        task = self.ctx.visible_task(tx, caller, task_id)
+        if not (
+            self.ctx.can(tx, caller, task.project_id, Action.ADMIN) or self._may_delegate(tx, caller, task)
+        ):
             raise NotAuthorized(f"{caller.name} holds no live delegate grant")
         org = tx.remote.org_by_name(task.project_id, str(org_name)[:100])
         if org is None or not org.live:
@@ -249,8 +265,8 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             self._check_delegable(tx, task, org)
             agent = tx.access.principal(org.agent_id)
             assert agent is not None
-            attempt = self._start_attempt(
-                tx, task, agent, caller, self.settings.max_lease_seconds, "attempt.claimed"
+            attempt = self.work.start_attempt(
+                tx, task, agent, caller, self.ctx.settings.max_lease_seconds, "attempt.claimed"
             )
             evidence: dict[str, Any] = {
                 "contract_hash": task.contract_hash,
@@ -258,29 +274,30 @@ class RemoteOps(AdminOps, RemoteWaitOps):
                 "skill": skill,
                 "blobs": [],
             }
+            dlg_id = self.ctx.ids.new("dlg")
             d = RemoteDelegation(
-                self.ids.new("dlg"), task.project_id, task.id, org.id, agent_url, card_digest, dict(org.keys),
+                dlg_id, task.project_id, task.id, org.id, agent_url, card_digest, dict(org.keys),
                 attempt.id, attempt.fence, _S.DELEGATED, None, None, None, None, evidence, None, caller.id,
                 tx.now, tx.now,
             )  # fmt: skip
             tx.remote.add_delegation(d)
-            self.audit(
+            self.ctx.audit(
                 tx, task.project_id, "a2a.remote.delegated", caller, d.id, task=task.id, org=org.name,
                 agent_url=agent_url, card_digest=card_digest, pinned=sorted(org.keys), attempt=attempt.id,
             )  # fmt: skip
             return d
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def _may_delegate(self, tx: Tx, caller: Principal, task: Task) -> bool:
-        grants = self.grants(tx, caller, task.project_id)
+        grants = self.ctx.grants(tx, caller, task.project_id)
         return any(g.live and Action.DELEGATE in g.actions for g in grants)
 
     def _check_delegable(self, tx: Tx, task: Task, org: RemoteOrg) -> None:
         if not task.active:
             raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
         current = tx.work.attempt(task.current_attempt_id) if task.current_attempt_id else None
-        if current is not None and self._live(tx, current):
+        if current is not None and is_live(current, tx.incarnation, tx.now):
             raise Conflict("the task has a live attempt", reason=ErrorReason.TASK_ALREADY_CLAIMED)
         if not matches_any(task.contract.scope, f"{org.target}dlg_x/artifact"):
             raise InvalidRequest(f"the task's scope does not cover the organisation's directory {org.target}")
@@ -294,12 +311,12 @@ class RemoteOps(AdminOps, RemoteWaitOps):
         """A delegation to a remote organisation, if the caller may read its project."""
 
         def run(tx: Tx) -> RemoteDelegation:
-            d = self._delegation(tx, dlg_id)
-            if not self.can(tx, caller, d.project_id, Action.READ):
+            d = self.remote_wait.delegation(tx, dlg_id)
+            if not self.ctx.can(tx, caller, d.project_id, Action.READ):
                 raise NotFound(f"delegation {dlg_id} not found")
             return d
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def remote_delegations(
         self, caller: Principal, project_id: str, state: str | None = None
@@ -311,11 +328,11 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             raise InvalidRequest(f"unknown delegation state {str(state)[:40]!r}") from exc
 
         def run(tx: Tx) -> list[RemoteDelegation]:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.READ)
             return tx.remote.delegations(project_id, states)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def pending_remote(self) -> list[tuple[RemoteDelegation, RemoteOrg]]:
         """Every delegation the requester worker must drive or resume (no caller: the service)."""
@@ -324,18 +341,18 @@ class RemoteOps(AdminOps, RemoteWaitOps):
             waiting = tx.remote.delegations(states=[s for s in RemoteState if s.waiting], limit=10_000)
             return [(d, org) for d in waiting if (org := tx.remote.org(d.org_id)) is not None]
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def remote_state(self, dlg_id: str) -> RemoteDelegation:
         """A delegation as the ledger has it now (for the requester worker: no caller)."""
-        return self.store.read(lambda tx: self._delegation(tx, dlg_id))
+        return self.ctx.store.read(lambda tx: self.remote_wait.delegation(tx, dlg_id))
 
     def remote_brief(self, dlg_id: str) -> tuple[str, str]:
         """The title and description the remote agent is sent (the local task's)."""
 
         def run(tx: Tx) -> tuple[str, str]:
-            task = tx.work.task(self._delegation(tx, dlg_id).task_id)
+            task = tx.work.task(self.remote_wait.delegation(tx, dlg_id).task_id)
             assert task is not None
             return task.title, task.description
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)

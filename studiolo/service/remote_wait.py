@@ -12,6 +12,7 @@ from typing import Any
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound
 from studiolo.core.canonical import digest_bytes, digest_json
+from studiolo.core.lease import is_live
 from studiolo.core.model import (
     Action,
     Attempt,
@@ -35,8 +36,9 @@ from studiolo.core.remote import (
     local_name,
 )
 from studiolo.keys import ServiceKey
+from studiolo.service._door import Context
 from studiolo.service._ids import check_id
-from studiolo.service.completion import CompletionOps, CompletionOutcome, _Rejected, make_request
+from studiolo.service.completion import CompletionOps, CompletionOutcome, Rejected, make_request
 from studiolo.service.evidence import parse_receipt_body
 from studiolo.service.work import WorkOps
 from studiolo.store import Tx, volatile
@@ -47,7 +49,12 @@ _S = RemoteState
 _LEASE_KEY = "a2a_requester"
 
 
-class RemoteWaitOps(WorkOps, CompletionOps):
+class RemoteWaitOps:
+    def __init__(self, ctx: Context, work: WorkOps, completion: CompletionOps) -> None:
+        self.ctx = ctx
+        self.work = work
+        self.completion = completion
+
     # transitions the requester worker reports ---------------------------------------
     def remote_sent(self, dlg_id: str, remote_task_id: str, remote_state: str) -> RemoteDelegation:
         """The remote accepted the task: record its id and state; the delegation is `remote-working`."""
@@ -84,16 +91,16 @@ class RemoteWaitOps(WorkOps, CompletionOps):
         deadline it relied on)."""
 
         def due(tx: Tx) -> tuple[Attempt, bool] | None:
-            d = self._delegation(tx, dlg_id)
+            d = self.delegation(tx, dlg_id)
             attempt = tx.work.attempt(d.attempt_id)
             task = tx.work.task(d.task_id)
             if attempt is None or task is None or task.current_attempt_id != attempt.id:
                 return None
-            if not self._live(tx, attempt):
+            if not is_live(attempt, tx.incarnation, tx.now):
                 return None
-            return attempt, attempt.lease_deadline - tx.now <= self.settings.max_lease_seconds / 2
+            return attempt, attempt.lease_deadline - tx.now <= self.ctx.settings.max_lease_seconds / 2
 
-        found = self.store.read(due)
+        found = self.ctx.store.read(due)
         if found is None:
             return False
         attempt, needed = found
@@ -101,9 +108,9 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             return True
 
         def renew(tx: Tx) -> bool:
-            return tx.work.extend_lease(attempt, tx.now, tx.now + self.settings.max_lease_seconds)
+            return tx.work.extend_lease(attempt, tx.now, tx.now + self.ctx.settings.max_lease_seconds)
 
-        return self.store.write(volatile(renew), self.gate_of("attempt", attempt.id))
+        return self.ctx.store.write(volatile(renew), self.ctx.gate_of("attempt", attempt.id))
 
     def remote_finish(self, dlg_id: str, result: RemoteResult) -> RemoteDelegation:
         """The artifacts quiesced. A completed remote task becomes a candidate, a receipt by the
@@ -117,7 +124,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             return self._move(
                 dlg_id, end, reason=reason, evidence=evidence, blobs=blobs, only_from=_S.AWAITING
             )
-        return self.store.write(lambda tx: self._finalize(tx, self._delegation(tx, dlg_id), result, None))
+        return self.ctx.store.write(lambda tx: self._finalize(tx, self.delegation(tx, dlg_id), result, None))
 
     # one requester per ledger ------------------------------------------------------
     def requester_lease(self, owner: str, ttl: float) -> bool:
@@ -133,7 +140,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             tx.meta.set(_LEASE_KEY, json.dumps({"owner": owner, "until": tx.now + ttl}))
             return True
 
-        return self.write_in(None, run)  # no project's chain: other writers go on
+        return self.ctx.write_in(None, run)  # no project's chain: other writers go on
 
     def requester_release(self, owner: str) -> None:
         """Give the lease up (a clean stop): the next requester need not wait for it to expire."""
@@ -143,18 +150,18 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             if raw and json.loads(raw).get("owner") == owner:
                 tx.meta.set(_LEASE_KEY, json.dumps({"owner": owner, "until": 0}))
 
-        self.write_in(None, run)
+        self.ctx.write_in(None, run)
 
     # the operator review queue ----------------------------------------------------
     def remote_review_queue(self, caller: Principal, project_id: str) -> list[RemoteDelegation]:
         """The project's indeterminate delegations, awaiting an operator's review (admin)."""
 
         def run(tx: Tx) -> list[RemoteDelegation]:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
             return tx.remote.delegations(project_id, [_S.INDETERMINATE])
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def review_remote(
         self, caller: Principal, dlg_id: str, decision: str, note: str = ""
@@ -168,22 +175,24 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             raise InvalidRequest("a review note is at most 2,000 characters")
 
         def run(tx: Tx) -> RemoteDelegation:
-            d = self._delegation(tx, dlg_id)
-            if not self.can(tx, caller, d.project_id, Action.ADMIN):
+            d = self.delegation(tx, dlg_id)
+            if not self.ctx.can(tx, caller, d.project_id, Action.ADMIN):
                 raise NotFound(f"delegation {dlg_id} not found")
             if d.state is not _S.INDETERMINATE:
                 raise Conflict(
                     f"the delegation is {d.state.value}, not indeterminate", reason=ErrorReason.CONFLICT
                 )
-            self.audit(tx, d.project_id, "a2a.remote.reviewed", caller, d.id, decision=decision, note=note)
+            self.ctx.audit(
+                tx, d.project_id, "a2a.remote.reviewed", caller, d.id, decision=decision, note=note
+            )
             if decision == "reject":
                 return self._transition(tx, d, _S.REJECTED, caller, reason=note or "rejected by an operator")
             return self._finalize(tx, d, self._stored_result(tx, d), caller)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     # machinery ----------------------------------------------------------------------
-    def _delegation(self, tx: Tx, dlg_id: str) -> RemoteDelegation:
+    def delegation(self, tx: Tx, dlg_id: str) -> RemoteDelegation:
         d = tx.remote.delegation(check_id(dlg_id, "delegation id"))
         if d is None:
             raise NotFound(f"delegation {dlg_id} not found")
@@ -202,7 +211,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
         kept = list(blobs)
 
         def run(tx: Tx) -> RemoteDelegation:
-            d = self._delegation(tx, dlg_id)
+            d = self.delegation(tx, dlg_id)
             if only_from is not None and d.state is not only_from:
                 raise Conflict(
                     f"delegation {d.id} is {d.state.value}, not {only_from.value}",
@@ -214,7 +223,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
                 changes["evidence"] = self._keep(tx, d, evidence or {}, kept)
             return self._transition(tx, d, dst, None, **changes)
 
-        return self.store.write(run)
+        return self.ctx.store.write(run)
 
     def _keep(
         self, tx: Tx, d: RemoteDelegation, evidence: Mapping[str, Any], blobs: list[bytes]
@@ -244,7 +253,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
         data = {k: v for k, v in changes.items() if k != "evidence"}
         if "evidence" in changes:
             data["evidence"] = {k: v for k, v in new.evidence.items() if k != "payloads"}
-        self.audit(
+        self.ctx.audit(
             tx, d.project_id, "a2a.remote.state", actor, d.id, src=d.state.value, dst=dst.value, **data
         )
         return new
@@ -254,9 +263,11 @@ class RemoteWaitOps(WorkOps, CompletionOps):
         task = tx.work.task(d.task_id)
         if task is None or not task.active or task.current_attempt_id != d.attempt_id:
             return
-        self._end_current_attempt(tx, task, AttemptStatus.RELEASED)
+        self.work.end_current_attempt(tx, task, AttemptStatus.RELEASED)
         tx.work.update_task(task.id, status=TaskStatus.OPEN, current_attempt_id=None)
-        self.audit(tx, task.project_id, "attempt.released", None, d.attempt_id, task=task.id, delegation=d.id)
+        self.ctx.audit(
+            tx, task.project_id, "attempt.released", None, d.attempt_id, task=task.id, delegation=d.id
+        )
 
     @staticmethod
     def _result_evidence(result: RemoteResult) -> tuple[dict[str, Any], list[bytes]]:
@@ -314,9 +325,9 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             contract_hash=str(d.evidence["contract_hash"]), candidate_id=cand.id,
             evidence=[r.id for r in receipts],
         )  # fmt: skip
-        outcome = self._complete(tx, agent, request)
+        outcome = self.completion.complete_in(tx, agent, request)
         kept |= {"candidate": cand.id, "receipts": [r.id for r in receipts]}
-        if isinstance(outcome, _Rejected):
+        if isinstance(outcome, Rejected):
             failed = [r.value for r in outcome.verdict.failed]
             kept["refused"] = failed
             return self._transition(tx, d, _S.REFUSED, operator, reason=",".join(failed), evidence=kept)
@@ -337,10 +348,10 @@ class RemoteWaitOps(WorkOps, CompletionOps):
         digest = digest_json({"files": files})
         dep_digest = digest_json({"bases": bases, "files": {}, "collections": {}})
         cand = Candidate(
-            self.ids.new("cnd"), d.task_id, d.attempt_id, files, bases, {}, {}, digest, dep_digest, tx.now
+            self.ctx.ids.new("cnd"), d.task_id, d.attempt_id, files, bases, {}, {}, digest, dep_digest, tx.now
         )
         tx.content.add_candidate(d.project_id, cand)
-        self.audit(
+        self.ctx.audit(
             tx, d.project_id, "candidate.submitted", None, cand.id, task=d.task_id, attempt=d.attempt_id,
             digest=digest, dependency_digest=dep_digest, write_set=sorted(files), files=files, bases=bases,
             file_deps={}, collection_deps={}, delegation=d.id,
@@ -365,7 +376,7 @@ class RemoteWaitOps(WorkOps, CompletionOps):
             r = parse_receipt_body(body, attest.sign(body), d.project_id, cand.id)
             if tx.evidence.receipt(r.id) is None:
                 tx.evidence.add_receipt(r, tx.now, attest.kid)  # the org verifier's key: it signed
-                self.audit(
+                self.ctx.audit(
                     tx, d.project_id, "receipt.recorded", None, r.id, candidate=cand.id, task=task.id,
                     attempt=d.attempt_id, criterion=r.criterion, checker=r.checker, result=r.result.value,
                     log_digest=manifest, delegation=d.id,

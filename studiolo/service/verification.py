@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from studiolo.api.verification import CandidateTree, TreeEntry, VerificationItem
 from studiolo.core.model import Candidate, Checker, Principal, Task
-from studiolo.service._door import Door
+from studiolo.service._door import Context
 from studiolo.store import Tx
 
 __all__ = [
@@ -27,7 +27,7 @@ __all__ = [
 def request_verification(tx: Tx, task: Task, cand: Candidate, actor: Principal) -> None:
     """Announce, in the event stream, one verification request per criterion of a new candidate."""
     for crit in task.contract.criteria:
-        Door.audit(
+        Context.audit(
             tx,
             task.project_id,
             "verification.requested",

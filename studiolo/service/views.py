@@ -28,7 +28,7 @@ from studiolo.core.model import (
     TaskStatus,
 )
 from studiolo.core.trust import verified
-from studiolo.service._door import Door
+from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.service._refusal import confined_rejections, reader_of
 from studiolo.service._trust import ReceiptFacts, receipt_facts_later
@@ -86,16 +86,19 @@ class Orientation:
     my_attempts: tuple[Attempt, ...]
 
 
-class ViewOps(Door):
+class ViewOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     def task_view(self, caller: Principal, task_id: str) -> TaskView:
         """A task with its strongest established fact, attempts, candidates, receipts and completion."""
 
         def run(tx: Tx) -> TaskView:
-            return self._confined(tx, caller, self._visible_view(tx, caller, task_id))
+            return self.confined(tx, caller, self.visible_view(tx, caller, task_id))
 
-        return self.store.read(run, batched=True)
+        return self.ctx.store.read(run, batched=True)
 
-    def _visible_view(self, tx: Tx, caller: Principal, task_id: str) -> TaskView:
+    def visible_view(self, tx: Tx, caller: Principal, task_id: str) -> TaskView:
         """`_view(visible_task(...))` in two round trips of reads on PostgreSQL: the task with
         every read keyed by its id, then the caller's grants with the reads that depend on
         the first ones. Nothing is shown before the grants say the caller may read it."""
@@ -104,12 +107,12 @@ class ViewOps(Door):
         parts = self._parts_later(tx, task_id)
         listed = found()
         if not listed:
-            self.shown_task(tx, caller, task_id, None)  # raises `task_not_found`
+            self.ctx.shown_task(tx, caller, task_id, None)  # raises `task_not_found`
         (task,) = listed
-        grants = self.grants_later(tx, caller, task.project_id) if not caller.is_service_admin else list
+        grants = self.ctx.grants_later(tx, caller, task.project_id) if not caller.is_service_admin else list
         view = self._view_later(tx, task, parts)
         grants()  # the caller's grants, read with the view's second reads: `shown_task` asks again
-        self.shown_task(tx, caller, task_id, task)
+        self.ctx.shown_task(tx, caller, task_id, task)
         return view()
 
     def list_tasks(
@@ -138,17 +141,17 @@ class ViewOps(Door):
             status,
             limit,
             offset,
-            lambda tx, tasks: [self._confined(tx, caller, v) for v in self._views(tx, tasks)],
+            lambda tx, tasks: [self.confined(tx, caller, v) for v in self.views_of(tx, tasks)],
         )
 
-    def _confined(self, tx: Tx, caller: Principal, view: TaskView) -> TaskView:
+    def confined(self, tx: Tx, caller: Principal, view: TaskView) -> TaskView:
         """The candidates' file maps cut to the caller's read scope (no digests of other paths),
         and the refusals' details as the caller may see them (docs/reasons.md)."""
         pid = view.task.project_id
-        cands = tuple(self.confine(tx, caller, pid, c) for c in view.candidates)
+        cands = tuple(self.ctx.confine(tx, caller, pid, c) for c in view.candidates)
         refused = view.rejections
         if any(e.data.get("details") for e in refused):
-            refused = confined_rejections(refused, reader_of(caller, self.grants(tx, caller, pid)))
+            refused = confined_rejections(refused, reader_of(caller, self.ctx.grants(tx, caller, pid)))
         return replace(view, candidates=cands, rejections=refused)
 
     def _task_page(
@@ -168,18 +171,18 @@ class ViewOps(Door):
             raise InvalidRequest("limit is 1..1000 and offset ≥ 0")
 
         def run(tx: Tx) -> list[_T]:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.READ)
             return shape(tx, tx.work.tasks(project_id, wanted, limit, offset))
 
-        return self.store.read(run, batched=True)
+        return self.ctx.store.read(run, batched=True)
 
-    def _view(self, tx: Tx, task: Task, rejections: bool = True) -> TaskView:
+    def view_of(self, tx: Tx, task: Task, rejections: bool = True) -> TaskView:
         """The task's view; `rejections=False` skips reading its refused completions (a list row)."""
         return self._view_later(tx, task, self._parts_later(tx, task.id), rejections)()
 
-    def _views(self, tx: Tx, tasks: Sequence[Task], rejections: bool = True) -> list[TaskView]:
-        """`_view` of each task, the reads of every task sent together: in a batched read on
+    def views_of(self, tx: Tx, tasks: Sequence[Task], rejections: bool = True) -> list[TaskView]:
+        """`view_of` of each task, the reads of every task sent together: in a batched read on
         PostgreSQL, two round trips whatever the number of tasks."""
         parts = [self._parts_later(tx, t.id) for t in tasks]
         later = [self._view_later(tx, t, p, rejections) for t, p in zip(tasks, parts, strict=True)]
@@ -261,7 +264,7 @@ class ViewOps(Door):
         """The task's latest handoff, and whether its contract and artifact revisions are still current."""
 
         def run(tx: Tx) -> HandoffView:
-            task = self.visible_task(tx, caller, task_id)
+            task = self.ctx.visible_task(tx, caller, task_id)
             h = tx.work.latest_handoff(task.id)
             if h is None:
                 raise NotFound(f"task {task_id} has no handoff")
@@ -272,7 +275,7 @@ class ViewOps(Door):
             }
             return HandoffView(h, h.contract_hash == task.contract_hash, arts)
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     # events and audit ------------------------------------------------------
     def events(self, caller: Principal, project_id: str, after: int = 0, limit: int = 200) -> list[Event]:
@@ -281,15 +284,15 @@ class ViewOps(Door):
             raise InvalidRequest("limit is 1..1000 and after ≥ 0")
 
         def run(tx: Tx) -> list[Event]:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.READ)
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.READ)
             return self.readable_events(tx, caller, project_id, tx.audit.events(project_id, after, limit))
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def readable_events(self, tx: Tx, caller: Principal, project_id: str, events: list[Event]) -> list[Event]:
         """Events naming a path outside the caller's read scope come `withheld`."""
-        return visible_events(self.path_reader(tx, caller, project_id), events)
+        return visible_events(self.ctx.path_reader(tx, caller, project_id), events)
 
     def verify_audit(self, since: AuditReport | None = None) -> AuditReport:
         """Walk every chain on one snapshot: every hash recomputes, every event links to the
@@ -311,25 +314,25 @@ class ViewOps(Door):
                 return AuditReport(False, check.events, check.head(), check.bad_seq, check.problem)
             return AuditReport(True, check.events, check.head(), chains=check.state())
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
     def orient(self, caller: Principal, project_id: str) -> Orientation:
         """What an agent reads first: the rules, its grants, the open work, its attempts."""
 
         def run(tx: Tx) -> Orientation:
-            self.require_project(tx, caller, project_id)
+            self.ctx.require_project(tx, caller, project_id)
             tasks = tx.work.tasks(project_id, TaskStatus.OPEN, limit=100)
             mine = tuple(tx.work.held_by(project_id, caller.id))  # one read, not one per claimed task
             return Orientation(
                 caller,
                 project_id,
                 tx.access.latest_policy(project_id),
-                tuple(self.grants(tx, caller, project_id)),
+                tuple(self.ctx.grants(tx, caller, project_id)),
                 tuple(tasks),
                 mine,
             )
 
-        return self.store.read(run)
+        return self.ctx.store.read(run)
 
 
 def _verify_new(tx: Tx, check: ChainCheck, heads: dict[str, tuple[int, str]]) -> None:

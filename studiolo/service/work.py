@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotFound, StudioloError
 from studiolo.core import limits
@@ -24,9 +25,8 @@ from studiolo.core.model import (
 )
 from studiolo.core.paths import normalize_path
 from studiolo.core.reasons import ErrorReason, Reason
-from studiolo.service._door import Door
-from studiolo.service._ids import check_id
-from studiolo.service.admin import _scope
+from studiolo.service._door import Context
+from studiolo.service._ids import check_id, check_scope
 from studiolo.store import Tx, volatile
 from studiolo.store.gate import Gate
 
@@ -39,7 +39,10 @@ __all__ = ["Beat", "WorkOps"]
 Beat = tuple[Principal, str, float | None]  # a heartbeat: caller, attempt id, lease seconds (None: default)
 
 
-class WorkOps(Door):
+class WorkOps:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     def create_task(
         self,
         caller: Principal,
@@ -63,13 +66,13 @@ class WorkOps(Door):
             raise InvalidRequest("a title may not hold bidirectional control characters (U+202A-E, U+2066-9)")
         if not isinstance(description, str) or len(description) > limits.DESCRIPTION:
             raise InvalidRequest(f"description must be text of at most {limits.DESCRIPTION:,} characters")
-        patterns = _scope(scope)
+        patterns = check_scope(scope)
 
         def run(tx: Tx) -> Task:
-            self.require_project(tx, caller, project_id)
-            self.require(tx, caller, project_id, Action.ADMIN)
-            task_id = self.ids.new("tsk")
-            contract = self._contract(
+            self.ctx.require_project(tx, caller, project_id)
+            self.ctx.require(tx, caller, project_id, Action.ADMIN)
+            task_id = self.ctx.ids.new("tsk")
+            contract = self.contract(
                 tx,
                 project_id,
                 task_id,
@@ -89,7 +92,7 @@ class WorkOps(Door):
                 created_at=tx.now,
             )
             tx.work.add_task(task)
-            self.audit(
+            self.ctx.audit(
                 tx,
                 project_id,
                 "task.created",
@@ -101,9 +104,9 @@ class WorkOps(Door):
             )
             return task
 
-        return self.write_in(project_id, run)
+        return self.ctx.write_in(project_id, run)
 
-    def _contract(
+    def contract(
         self,
         tx: Tx,
         project_id: str,
@@ -151,15 +154,15 @@ class WorkOps(Door):
         """Cancel an open or claimed task (admin; audited)."""
 
         def run(tx: Tx) -> Task:
-            task = self.visible_task(tx, caller, task_id)
-            self.require(tx, caller, task.project_id, Action.ADMIN)
+            task = self.ctx.visible_task(tx, caller, task_id)
+            self.ctx.require(tx, caller, task.project_id, Action.ADMIN)
             if not task.active:
                 raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
             tx.work.update_task(task.id, status=TaskStatus.CANCELLED)
-            self.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason=reason)
+            self.ctx.audit(tx, task.project_id, "task.cancelled", caller, task.id, reason=reason)
             return tx.work.task(task.id) or task
 
-        return self.write_about("task", task_id, run)
+        return self.ctx.write_about("task", task_id, run)
 
     def migrate_task(
         self,
@@ -174,16 +177,16 @@ class WorkOps(Door):
         """Explicitly change a task's contract: a new hash, an audited transition."""
 
         def run(tx: Tx) -> Task:
-            task = self.visible_task(tx, caller, task_id)
-            self.require(tx, caller, task.project_id, Action.ADMIN)
+            task = self.ctx.visible_task(tx, caller, task_id)
+            self.ctx.require(tx, caller, task.project_id, Action.ADMIN)
             if not task.active:
                 raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
             old = task.contract
             crit = criteria if criteria is not None else {c.id: c.checker for c in old.criteria}
-            patterns = _scope(scope) if scope is not None else old.scope
+            patterns = check_scope(scope) if scope is not None else old.scope
             version = policy_version if policy_version is not None else old.policy_version
             separate = old.separate_verdict if separate_verdict is None else separate_verdict
-            new = self._contract(
+            new = self.contract(
                 tx,
                 task.project_id,
                 task.id,
@@ -195,7 +198,7 @@ class WorkOps(Door):
                 separate_verdict=[c for c in separate if c in crit],
             )
             tx.work.update_task(task.id, contract=new, contract_hash=new.hash)
-            self.audit(
+            self.ctx.audit(
                 tx,
                 task.project_id,
                 "task.migrated",
@@ -207,7 +210,7 @@ class WorkOps(Door):
             )
             return tx.work.task(task.id) or task
 
-        return self.write_about("task", task_id, run)
+        return self.ctx.write_about("task", task_id, run)
 
     # attempts --------------------------------------------------------------
     def claim(self, caller: Principal, task_id: str, lease_seconds: float | None = None) -> Attempt:
@@ -215,16 +218,16 @@ class WorkOps(Door):
         lease = self._lease(lease_seconds)
 
         def run(tx: Tx) -> Attempt:
-            task = self.visible_task(tx, caller, task_id)
-            self.require(tx, caller, task.project_id, Action.CLAIM)
+            task = self.ctx.visible_task(tx, caller, task_id)
+            self.ctx.require(tx, caller, task.project_id, Action.CLAIM)
             if not task.active:
                 raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
             current = tx.work.attempt(task.current_attempt_id) if task.current_attempt_id else None
-            if current is not None and self._live(tx, current):
+            if current is not None and is_live(current, tx.incarnation, tx.now):
                 raise Conflict("the task has a live attempt", reason=ErrorReason.TASK_ALREADY_CLAIMED)
-            return self._start_attempt(tx, task, caller, caller, lease, "attempt.claimed")
+            return self.start_attempt(tx, task, caller, caller, lease, "attempt.claimed")
 
-        return self.write_about("task", task_id, run)
+        return self.ctx.write_about("task", task_id, run)
 
     def reassign(
         self, caller: Principal, task_id: str, principal_id: str, lease_seconds: float | None = None
@@ -233,16 +236,16 @@ class WorkOps(Door):
         lease = self._lease(lease_seconds)
 
         def run(tx: Tx) -> Attempt:
-            task = self.visible_task(tx, caller, task_id)
-            self.require(tx, caller, task.project_id, Action.ADMIN)
+            task = self.ctx.visible_task(tx, caller, task_id)
+            self.ctx.require(tx, caller, task.project_id, Action.ADMIN)
             if not task.active:
                 raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
             target = tx.access.principal(check_id(principal_id, "principal id"))
             if target is None or target.project_id != task.project_id:
                 raise NotFound(f"principal {principal_id} not found in this project")
-            return self._start_attempt(tx, task, target, caller, lease, "attempt.reassigned")
+            return self.start_attempt(tx, task, target, caller, lease, "attempt.reassigned")
 
-        return self.write_about("task", task_id, run)
+        return self.ctx.write_about("task", task_id, run)
 
     def heartbeat(self, caller: Principal, attempt_id: str, lease_seconds: float | None = None) -> Attempt:
         """Extend a live lease: a conditional update of the attempt, not an audit event (the
@@ -263,8 +266,7 @@ class WorkOps(Door):
             try:
                 lease = self._lease(seconds)
                 check_id(attempt_id, "attempt id")
-                # SQLite has one writer whatever the gate: every heartbeat in one transaction
-                gate = Gate.whole_ledger() if self.store.is_sqlite else self.gate_of("attempt", attempt_id)
+                gate = self.ctx.store.batch_gate(partial(self.ctx.gate_of, "attempt", attempt_id))
             except StudioloError as exc:
                 outcomes[i] = exc
                 continue
@@ -281,20 +283,20 @@ class WorkOps(Door):
                     except StudioloError as exc:
                         outcomes[i] = exc
 
-            self.store.write(volatile(run), gate)
+            self.ctx.store.write(volatile(run), gate)
         return [o for o in outcomes if o is not None]
 
     def _extend(
         self, tx: Tx, caller: Principal, attempt_id: str, found: tuple[Attempt, Task] | None, lease: float
     ) -> Attempt:
-        if found is None or not self.may_read_task(tx, caller, found[1]):
+        if found is None or not self.ctx.may_read_task(tx, caller, found[1]):
             raise NotFound(f"attempt {attempt_id} not found")
         attempt, task = found
         if attempt.principal_id != caller.id:
             raise Conflict("the attempt belongs to another principal", reason=Reason.CALLER_NOT_ATTEMPT_OWNER)
         if not task.active:
             raise Conflict(f"task is {task.status.value}", reason=Reason.TASK_NOT_ACTIVE)
-        if not self._live(tx, attempt) or task.current_attempt_id != attempt.id:
+        if not is_live(attempt, tx.incarnation, tx.now) or task.current_attempt_id != attempt.id:
             raise Conflict("the attempt is no longer live", reason=ErrorReason.ATTEMPT_NOT_ACTIVE)
         deadline = tx.now + lease
         if not tx.work.extend_lease(attempt, tx.now, deadline):
@@ -310,12 +312,12 @@ class WorkOps(Door):
                 raise Conflict(
                     "the attempt is not the task's current one", reason=ErrorReason.ATTEMPT_NOT_ACTIVE
                 )
-            self._end_current_attempt(tx, task, AttemptStatus.RELEASED)
+            self.end_current_attempt(tx, task, AttemptStatus.RELEASED)
             tx.work.update_task(task.id, status=TaskStatus.OPEN, current_attempt_id=None)
-            self.audit(tx, task.project_id, "attempt.released", caller, attempt.id, task=task.id)
+            self.ctx.audit(tx, task.project_id, "attempt.released", caller, attempt.id, task=task.id)
             return tx.work.attempt(attempt.id) or attempt
 
-        return self.write_about("attempt", attempt_id, run)
+        return self.ctx.write_about("attempt", attempt_id, run)
 
     def handoff(
         self,
@@ -339,7 +341,7 @@ class WorkOps(Door):
         def run(tx: Tx) -> Handoff:
             attempt, task = self._own_attempt(tx, caller, attempt_id)
             h = Handoff(
-                id=self.ids.new("hnd"),
+                id=self.ctx.ids.new("hnd"),
                 task_id=task.id,
                 attempt_id=attempt.id,
                 principal_id=caller.id,
@@ -350,22 +352,22 @@ class WorkOps(Door):
                 created_at=tx.now,
             )
             tx.work.add_handoff(h)
-            self.audit(tx, task.project_id, "handoff.left", caller, task.id, handoff=h.id)
+            self.ctx.audit(tx, task.project_id, "handoff.left", caller, task.id, handoff=h.id)
             return h
 
-        return self.write_about("attempt", attempt_id, run)
+        return self.ctx.write_about("attempt", attempt_id, run)
 
     def attempt(self, caller: Principal, attempt_id: str) -> Attempt:
         """An attempt, if the caller may read its task."""
-        return self.store.read(lambda tx: self._readable_attempt(tx, caller, attempt_id)[0])
+        return self.ctx.store.read(lambda tx: self._readable_attempt(tx, caller, attempt_id)[0])
 
-    def _start_attempt(
+    def start_attempt(
         self, tx: Tx, task: Task, owner: Principal, actor: Principal, lease: float, kind: str
     ) -> Attempt:
-        self._end_current_attempt(tx, task, AttemptStatus.SUPERSEDED)
+        self.end_current_attempt(tx, task, AttemptStatus.SUPERSEDED)
         fence = task.fence + 1
         attempt = Attempt(
-            self.ids.new("att"),
+            self.ctx.ids.new("att"),
             task.id,
             owner.id,
             fence,
@@ -376,7 +378,7 @@ class WorkOps(Door):
         )
         tx.work.add_attempt(attempt)
         tx.work.update_task(task.id, status=TaskStatus.CLAIMED, current_attempt_id=attempt.id, fence=fence)
-        self.audit(
+        self.ctx.audit(
             tx,
             task.project_id,
             kind,
@@ -391,18 +393,14 @@ class WorkOps(Door):
         return attempt
 
     @staticmethod
-    def _end_current_attempt(tx: Tx, task: Task, status: AttemptStatus) -> None:
+    def end_current_attempt(tx: Tx, task: Task, status: AttemptStatus) -> None:
         if task.current_attempt_id:
             tx.work.update_attempt(task.current_attempt_id, status=status)
-
-    @staticmethod
-    def _live(tx: Tx, a: Attempt) -> bool:
-        return is_live(a, tx.incarnation, tx.now)
 
     def _readable_attempt(self, tx: Tx, caller: Principal, attempt_id: str) -> tuple[Attempt, Task]:
         attempt = tx.work.attempt(check_id(attempt_id, "attempt id"))
         task = tx.work.task(attempt.task_id) if attempt else None
-        if attempt is None or task is None or not self.may_read_task(tx, caller, task):
+        if attempt is None or task is None or not self.ctx.may_read_task(tx, caller, task):
             raise NotFound(f"attempt {attempt_id} not found")
         return attempt, task
 
@@ -413,11 +411,11 @@ class WorkOps(Door):
         return attempt, task
 
     def _lease(self, seconds: float | None) -> float:
-        value = self.settings.default_lease_seconds if seconds is None else seconds
+        value = self.ctx.settings.default_lease_seconds if seconds is None else seconds
         if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
             raise InvalidRequest("lease_seconds must be a number of seconds")
         if value < _MIN_LEASE_SECONDS:
             raise InvalidRequest(f"lease_seconds is at least {_MIN_LEASE_SECONDS:g}")
-        if value > self.settings.max_lease_seconds:
-            raise InvalidRequest(f"lease_seconds exceeds {self.settings.max_lease_seconds:g}")
+        if value > self.ctx.settings.max_lease_seconds:
+            raise InvalidRequest(f"lease_seconds exceeds {self.ctx.settings.max_lease_seconds:g}")
         return float(value)

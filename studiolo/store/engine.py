@@ -504,6 +504,18 @@ class Store:
         in one statement."""
         return self.glance(auth_generation_of)
 
+    def read_ahead(self, read: Callable[[Any, bool], T]) -> T | None:
+        """`read(driver, pg)` as a `glance`, where a read sent before the writer gate saves
+        round trips inside it (PostgreSQL); None where it cannot (SQLite: no round trips)."""
+        if self.is_sqlite:
+            return None
+        return self.glance(lambda driver: read(driver, True))
+
+    def batch_gate(self, gate_of: Callable[[], Gate]) -> Gate:
+        """The gate of writes that may share one transaction (heartbeats): SQLite has one
+        writer whatever the gate, so the whole ledger; else `gate_of()`."""
+        return Gate.whole_ledger() if self.is_sqlite else gate_of()
+
     def glance(self, read: Callable[[Any], T]) -> T:
         """`read(driver)` on a pooled DB-API connection outside any transaction: for one
         statement, which is its own consistent snapshot, without the BEGIN and COMMIT (two

@@ -24,7 +24,6 @@ _AFTER = (
 )
 _HEAD = "SELECT MAX(version) FROM publications WHERE project_id = :p"
 _PENDING = "SELECT COUNT(*) FROM publications WHERE project_id = :p AND version > :v"
-_AT = "SELECT MAX(version) FROM publications WHERE project_id = :p AND version <= :v"
 _PROJECTS = "SELECT id FROM projects ORDER BY id"
 _EVENT = "SELECT hash FROM events WHERE seq = :v"
 
@@ -64,11 +63,6 @@ class PublicationRepo:
         """How many of the project's publications are above `version`."""
         row = self._raw.one(_PENDING, {"p": project_id, "v": version})
         return int(row[0]) if row else 0
-
-    def at_or_before(self, project_id: str, version: int) -> int:
-        """The version of the last publication at or before `version` (0: none)."""
-        row = self._raw.one(_AT, {"p": project_id, "v": version})
-        return int(row[0]) if row and row[0] is not None else 0
 
     def projects(self) -> list[str]:
         """Every project's id (each may have a publication log)."""

@@ -27,7 +27,6 @@ from studiolo.store.content import candidate_of
 __all__ = ["LIVE_ATTEMPT_SQL", "Subjects", "WorkRepo", "task_and_candidate"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
-_INSERT_COMPLETION = insert(s.completions)
 
 # The completion's statements (prepared SQL, see `_raw`).
 _WIDTHS = (len(s.tasks.c), len(s.attempts.c), len(s.candidates.c), len(s.completions.c))
@@ -295,26 +294,6 @@ class WorkRepo:
             "deadline": deadline,
         }
         return self._raw.run(_EXTEND_LEASE, params) == 1
-
-    # completions
-    def add_completion(self, project_id: str, c: Completion) -> None:
-        self._c.execute(
-            _INSERT_COMPLETION,
-            {
-                "id": c.id,
-                "project_id": project_id,
-                "task_id": c.task_id,
-                "attempt_id": c.attempt_id,
-                "candidate_id": c.candidate_id,
-                "request_id": c.request_id,
-                "request_digest": c.request_digest,
-                "principal_id": c.principal_id,
-                "commit_version": c.commit_version,
-                "receipt": dumps(dict(c.receipt)),
-                "signature": c.signature,
-                "created_at": c.created_at,
-            },
-        )
 
     def completion_of_task(self, task_id: str) -> Completion | None:
         found = self.completion_of_task_later(task_id)()

@@ -64,7 +64,7 @@ CLIENT = (
         "studiolo.faces.cli._lazy",
         "studiolo.faces.cli._output",
         "studiolo.faces.cli._state",
-        "studiolo.faces.cli._git_work",  # a git work tree: the `git` binary, no pygit2
+        "studiolo.git.agent",  # a git work tree: the `git` binary and the HTTP client, no pygit2
         "studiolo.git.worktree",
     }
 )
@@ -83,7 +83,7 @@ CLIENT_FILES = (
     "faces/cli/content.py",
     "faces/cli/evidence.py",
     "faces/cli/admin.py",
-    "faces/cli/_git_work.py",
+    "git/agent.py",
     "git/worktree.py",
 )
 # What a client-side entry point must never load, directly or through anything it imports.

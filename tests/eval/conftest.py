@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-TOMLI = Path(__file__).resolve().parents[3] / "shared" / "eval" / "tomli.bundle"
-if not TOMLI.exists():
-    TOMLI = Path("/work/shared/eval/tomli.bundle")
+# The shipped evaluation's repository: `shared/eval/tomli.bundle` beside the checkout or a parent.
+TOMLI = next(
+    (
+        p / "shared" / "eval" / "tomli.bundle"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "eval" / "tomli.bundle").exists()
+    ),
+    Path("shared/eval/tomli.bundle"),
+)
 
 CALC = '''"""Arithmetic."""
 

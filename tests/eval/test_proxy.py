@@ -50,7 +50,7 @@ def _exchange(port: int, payload: bytes) -> bytes | None:
 
 
 def test_bytes_pass_through_with_latency_and_stalls(echo: tuple[str, int]) -> None:
-    faults = Faults(latency_ms=(1, 5), stall=0.5, stall_seconds=0.05, reset=0.0)
+    faults = Faults(latency_ms=(1, 5), stall=0.5, stall_seconds=0.05, reset=0.0, cut=0.0)
     with FaultProxy(echo, seed=3, faults=faults) as proxy:
         payload = bytes(range(256)) * 1000
         assert _exchange(proxy.port, payload) == payload
@@ -58,7 +58,7 @@ def test_bytes_pass_through_with_latency_and_stalls(echo: tuple[str, int]) -> No
 
 
 def test_the_seed_decides_which_connections_are_reset(echo: tuple[str, int]) -> None:
-    faults = Faults(latency_ms=(0, 0), stall=0.0, reset=0.3)
+    faults = Faults(latency_ms=(0, 0), stall=0.0, reset=0.3, cut=0.0)
     patterns = []
     for _ in range(2):
         with FaultProxy(echo, seed=7, faults=faults) as proxy:
@@ -68,3 +68,10 @@ def test_the_seed_decides_which_connections_are_reset(echo: tuple[str, int]) -> 
     assert 0 < sum(patterns[0]) < 20
     with FaultProxy(echo, seed=8, faults=faults) as other:
         assert [_exchange(other.port, b"ping") is None for _ in range(20)] != patterns[0]
+
+
+def test_a_cut_resets_the_exchange_midway(echo: tuple[str, int]) -> None:
+    faults = Faults(latency_ms=(0, 0), stall=0.0, reset=0.0, cut=1.0)
+    with FaultProxy(echo, seed=1, faults=faults) as proxy:
+        assert _exchange(proxy.port, b"ping") in (None, b"")
+        assert proxy.summary()["cuts"] == 1

@@ -90,3 +90,19 @@ def test_the_independent_audit_checker_follows_an_import(actors: Actors, tmp_pat
     complete(agent, task, attempt, cand, [verify(actors.client("verifier"), w, cand).id])
     url = w.coord.store.url
     assert check(load_events(url), load_deadlines(url)) == []
+
+
+def test_an_import_request_larger_than_the_json_limit_is_taken(actors: Actors, tmp_path: Path) -> None:
+    """The import request lists every path: a large tree outgrows the 1 MiB JSON cap, so its
+    route takes up to the request ceiling (16 MiB, about 150,000 paths of 100 bytes)."""
+    root = tmp_path / "wide"
+    deep = root / ("a" * 200) / ("b" * 200) / ("c" * 200) / ("d" * 200)
+    deep.mkdir(parents=True)
+    for i in range(1200):
+        (deep / f"{i:05d}.txt").write_text("x\n")  # one blob, 1,200 paths of ~815 characters
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "wide")
+    out = run_import(actors.client("human"), str(root), "main", None, False, 1 << 20, quiet=True)
+    assert out["files"] == 1200 and out["written"] == 1200
+    assert len(ledger_files(actors.world)) == 1200

@@ -206,3 +206,51 @@ def test_a_write_that_logs_a_change_wakes_the_projector(world: World, tmp_path: 
     finally:
         projector.stop()
     assert branch_files(projector, w.project_id) == ledger_files(w)
+
+
+def test_the_projector_process_is_woken_through_its_stdin(tmp_path: Path) -> None:
+    """As `studiolo serve` runs it: a process of its own (no lock shared with the request
+    path), woken by the store's listener; its timer is an hour, so only the wake publishes."""
+    from studiolo.git.child import ProjectorProcess
+    from tests.world import build_world
+
+    w = build_world(tmp_path / "ledger", clock=time.time)  # a file ledger both processes open
+    child = ProjectorProcess(w.coord.store, tmp_path / "git", 3600.0, 3600.0)
+    child.start()
+    try:
+        projector = projector_for(w, tmp_path / "git")  # reads the branch only
+        for i in range(3):
+            w.edit(f"src/woken/{i}.txt", f"{i}\n".encode())
+            version = w.coord.store.read(lambda tx: tx.publications.head(w.project_id))
+            for _ in range(3000):
+                if projector._exists(w.project_id) and projector.repo(w.project_id).tip(BRANCH)[1] >= version:
+                    break
+                time.sleep(0.01)
+            assert projector.repo(w.project_id).tip(BRANCH)[1] >= version
+        assert branch_files(projector, w.project_id) == ledger_files(w)
+    finally:
+        process = child._child
+        child.stop()
+    assert process is not None and process.returncode == 0  # its stdin closed: it stopped by itself
+
+
+def test_a_checkpoint_follows_publication_at_most_once_a_second(world: World, tmp_path: Path) -> None:
+    """A pass that published owes a checkpoint; it is written at most once a second, and a
+    later pass (the timer's) pays what is owed, so the last chain head is always witnessed."""
+    w = world
+    projector = projector_for(w, tmp_path / "git")
+
+    def checkpoints() -> int:
+        repo = projector.repo(w.project_id).repo
+        return len(list(repo.walk(repo.references[CHECKPOINTS].target)))
+
+    w.edit("src/a.txt", b"a\n")
+    projector.publish(w.project_id)
+    assert checkpoints() == 1
+    w.edit("src/b.txt", b"b\n")
+    projector.publish(w.project_id)  # within the same second: owed, not written
+    assert checkpoints() == 1
+    w.clock.advance(1.0)
+    assert projector.publish(w.project_id) == 0  # nothing new to publish, the checkpoint paid
+    assert checkpoints() == 2
+    assert projector.publish(w.project_id) == 0 and checkpoints() == 2  # nothing owed

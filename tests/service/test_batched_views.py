@@ -32,7 +32,9 @@ def _unbatched(world: World, task_id: str) -> TaskView:
     coord = world.coord
 
     def run(tx: Tx) -> TaskView:
-        return coord._confined(tx, world.admin, coord._view(tx, coord.visible_task(tx, world.admin, task_id)))
+        return coord.views.confined(
+            tx, world.admin, coord.views.view_of(tx, coord.visible_task(tx, world.admin, task_id))
+        )
 
     return coord.store.read(run)
 

@@ -38,7 +38,7 @@ def _rows(coord: Coordinator, task_id: str, candidate_id: str) -> tuple[Task, Ca
 def _decide(coord: Coordinator, item: dict[str, Any], ahead: tuple[Task, Candidate | None] | None) -> Any:
     who = coord.authenticate(item["token"])
     q = make_request(task_id=item["task"], **item["request"])
-    return coord.write_about("task", q.task_id, lambda tx: coord._complete(tx, who, q, ahead))
+    return coord.write_about("task", q.task_id, lambda tx: coord.completion.complete_in(tx, who, q, ahead))
 
 
 def test_the_read_ahead_names_the_task_and_its_candidate(

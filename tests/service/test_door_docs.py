@@ -12,8 +12,7 @@ def _public_methods() -> dict[str, object]:
     for name in dir(Coordinator):
         if name.startswith("_"):
             continue
-        attr = inspect.getattr_static(Coordinator, name)
-        fn = attr.__func__ if isinstance(attr, staticmethod | classmethod) else attr
+        fn = getattr(Coordinator, name)  # a service's method (`via`), a static one, or a property
         if callable(fn):
             found[name] = fn
     return found

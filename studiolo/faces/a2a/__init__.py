@@ -4,6 +4,7 @@ restates the ledger. `mount_a2a` adds it to the FastAPI app."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -67,9 +68,12 @@ def mount_a2a(
     builder = _ContextBuilder()
     routes: list[Any] = [Route("/tasks/{task_id}/files/{path:path}", _files(renderer), methods=["GET"])]
     routes += admin_routes(door)
-    routes += create_jsonrpc_routes(handler, "/jsonrpc", context_builder=builder)
+    # the card's URL, and the same with a trailing slash: a client joining "/" to the
+    # interface URL (the A2A TCK's does) would otherwise get a redirect it does not follow
+    for path in ("/jsonrpc", "/jsonrpc/"):
+        routes += create_jsonrpc_routes(handler, path, context_builder=builder)
     routes += create_rest_routes(handler, context_builder=builder, path_prefix="/rest")
-    app.mount("/a2a", _BearerGate(Starlette(routes=routes), door))
+    app.mount("/a2a", _BearerGate(_JsonRpcContentType(Starlette(routes=routes)), door))
     app.router.routes.extend(
         create_agent_card_routes(static, card_modifier=current_card, cache_control=CARD_CACHE_CONTROL)
     )
@@ -187,6 +191,39 @@ class _BearerGate:
             await _unauthenticated(scope, receive, send)
         elif revoked and not ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _JsonRpcContentType:
+    """A JSON-RPC request whose Content-Type is not JSON is answered with the binding's
+    `ContentTypeNotSupportedError` (-32005), not parsed anyway (TCK JSONRPC-SSE-002, MUST).
+    A request without a Content-Type is left to the SDK."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and scope["path"].rstrip("/").endswith("/jsonrpc")
+        ):
+            kind = (
+                dict(scope["headers"])
+                .get(b"content-type", b"")
+                .decode("latin-1")
+                .split(";")[0]
+                .strip()
+                .lower()
+            )
+            if kind and not (kind == "application/json" or kind.endswith("+json")):
+                error = {
+                    "code": -32005,
+                    "message": f"Content-Type {kind!r} is not supported: send application/json",
+                }
+                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+                await Response(body, media_type="application/json")(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
 
 
 async def _unauthenticated(scope: Scope, receive: Receive, send: Send) -> None:

@@ -58,7 +58,7 @@ def checkout(
     """
     st = state(ctx, json_out)
     if git:
-        from studiolo.faces.cli._git_work import checkout_git
+        from studiolo.git.agent import checkout_git
 
         with st.client() as c:
             done = checkout_git(c, st.settings.url, st.settings.token, directory, c.project_id(project))
@@ -149,7 +149,7 @@ def submit(
     from studiolo.git.worktree import is_git_checkout
 
     if is_git_checkout(directory):
-        from studiolo.faces.cli._git_work import submit_git
+        from studiolo.git.agent import submit_git
 
         with st.client() as c:
             try:

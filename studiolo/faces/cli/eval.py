@@ -61,6 +61,16 @@ def eval_command(
             help="Re-run this trace's cell and compare every record.", metavar="TRACE", dir_okay=False
         ),
     ] = None,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live", help="The full contract with agents in their own processes through fault proxies."
+        ),
+    ] = False,
+    agent_cmd: Annotated[
+        str | None,
+        typer.Option(help="With --live: run this command (+ its workspace) as the first agent; see docs."),
+    ] = None,
     unsafe_no_isolation: Annotated[
         bool, typer.Option("--unsafe-no-isolation", help="Run the suite without the verifier's sandbox.")
     ] = False,
@@ -80,6 +90,11 @@ def eval_command(
         raise typer.Exit(0 if outcome.ok else 1)
     if repo is None:
         repo = _find_repository(_SHIPPED_REPO)
+    if live or agent_cmd:
+        _live(
+            repo, until, tasks, int(seeds.split(",")[0]), edits, agent_cmd, out, traces, unsafe_no_isolation
+        )
+        return
     unknown = [m for m in mechanism or () if m not in MECHANISMS]
     if unknown:
         raise typer.BadParameter(f"unknown mechanism(s) {unknown}; choose from {list(MECHANISMS)}")
@@ -116,7 +131,47 @@ def _named_repository(path: Path) -> str:
 
 
 def _find_repository(name: str) -> str:
-    for candidate in (Path(name), Path("..") / "shared" / "eval" / name, Path("shared") / "eval" / name):
+    """`name` here, or in `shared/eval/` beside this directory or any of its parents."""
+    here = Path.cwd()
+    for candidate in (here / name, *(p / "shared" / "eval" / name for p in (here, *here.parents))):
         if candidate.exists():
             return str(candidate)
     raise typer.BadParameter(f"repository {name!r} not found here or in ../shared/eval/: name it with --repo")
+
+
+def _live(
+    repo: str,
+    until: str,
+    tasks: int,
+    seed: int,
+    edits: int,
+    agent_cmd: str | None,
+    out: Path,
+    traces: Path | None,
+    unsafe_no_isolation: bool,
+) -> None:
+    from studiolo.eval.live import LiveConfig, run_live
+    from studiolo.eval.trace import dump_lines
+
+    config = LiveConfig(
+        repo,
+        until,
+        tasks,
+        seed=seed,
+        edits=edits,
+        agent_cmd=agent_cmd,
+        unsafe_no_isolation=unsafe_no_isolation,
+    )
+    result = run_live(config, typer.echo)
+    trace = result.pop("trace")
+    target = traces or out.parent / "traces"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "live.jsonl").write_text(dump_lines(trace), encoding="utf-8")
+    out.write_text(json.dumps(result, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    typer.echo(
+        f"live: {result['completed']}/{result['tasks']} tasks completed, {result['accepted']} accepted "
+        f"({result['unsafe_accept']} unsafe by the oracle), {result['transport_retries']} transport retries, "
+        f"audit chain {'ok' if result['audit_chain_ok'] else 'BROKEN'}; "
+        f"wrote {out} and {target / 'live.jsonl'}"
+    )
+    raise typer.Exit(0 if result["unsafe_accept"] == 0 and result["audit_chain_ok"] else 1)

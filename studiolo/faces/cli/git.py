@@ -36,7 +36,7 @@ def rebase(
     it was is kept as a commit, printed), the manifest names the new base, and conflicts
     are listed file by file (exit 1), their files holding git's conflict markers. Then
     verify and `submit` again."""
-    from studiolo.faces.cli._git_work import rebase_git
+    from studiolo.git.agent import rebase_git
 
     st = state(ctx, json_out)
     with st.client() as c:

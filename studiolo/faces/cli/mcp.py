@@ -31,7 +31,7 @@ def mcp(
     from studiolo.faces.mcp.server import run_stdio
 
     st = state(ctx)
-    port = RemotePort(st.client(), st.settings.project)
+    port = RemotePort(st.client(), st.settings.project, url=st.settings.url, token=st.settings.token)
     try:
         run_stdio(port, workdir)
     finally:

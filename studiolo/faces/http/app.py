@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import IO
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from opentelemetry.trace import TracerProvider
 
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
 from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
-from studiolo.faces.http.dispatch import install_route_index
 from studiolo.faces.http.feed import Feeds
-from studiolo.faces.http.hot import HotRoutes
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
 from studiolo.faces.http.openapi import install_openapi
+from studiolo.faces.http.path import OperationPath, served
 from studiolo.faces.http.problems import install_handlers
 from studiolo.faces.http.routes import ROUTERS
 from studiolo.faces.mcp.mount import mount_mcp
@@ -38,7 +38,8 @@ def create_app(
     tracer_provider: TracerProvider | None = None,
     log_stream: IO[str] | None = None,
 ) -> FastAPI:
-    """The HTTP face. Routes are plain `def`s: the blocking door runs in the threadpool.
+    """The HTTP face: the operation table's routes, served by `OperationPath` (one worker call
+    each); the FastAPI app renders their OpenAPI document and serves the mounted faces.
     Tracing (`settings.tracing`, or a `tracer_provider` given): the faces that answer requests
     get the door behind spans; the background loops (feeds, git, requester) the door itself."""
     app = FastAPI(title="Studiolo", version=__version__, docs_url="/docs", redoc_url=None)
@@ -61,14 +62,19 @@ def create_app(
         mount_requester(app, background, settings)  # delegations to remote A2A agents
     install_handlers(app)
     install_openapi(app)
-    install_route_index(app.router)  # a request's route found without scanning every route
-    # outermost last: observed (ids, metrics, logs) → requests in flight → hot → the caller
-    # → the body's size → routes
+    # outermost last: observed (ids, metrics, logs) → requests in flight → the operations' one
+    # path; what it does not serve (mounts, raw bodies, streams) → the caller → the body's
+    # size → FastAPI
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
     app.add_middleware(AuthenticateFirst, door=coordinator)
+    routes = (r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute))
     app.add_middleware(
-        HotRoutes, door=coordinator, metrics=app.state.metrics, window=settings.heartbeat_window_seconds
-    )  # heartbeats and completions
+        OperationPath,
+        door=coordinator,
+        metrics=app.state.metrics,
+        settings=settings,
+        ops=served(routes, settings),
+    )
     app.add_middleware(
         InFlightLimit,
         max_requests=settings.max_in_flight_requests,

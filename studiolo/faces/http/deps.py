@@ -19,8 +19,9 @@ from studiolo.core.model import Principal
 from studiolo.faces.http.problems import problem_response
 from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator
+from studiolo.settings import Settings
 
-__all__ = ["PRINCIPAL_KEY", "AuthenticateFirst", "BearerToken", "Caller", "Door", "MetricsDep"]
+__all__ = ["PRINCIPAL_KEY", "AuthenticateFirst", "BearerToken", "Caller", "Door", "MetricsDep", "SettingsDep"]
 
 _PRINCIPAL = PRINCIPAL_KEY = "studiolo_principal"  # where AuthenticateFirst leaves the caller
 _BEARER = HTTPBearerModel(description="a Studiolo token: `Authorization: Bearer stl_…`")
@@ -40,6 +41,11 @@ async def _door(request: Request) -> Coordinator:
 async def _metrics(request: Request) -> Metrics:
     metrics: Metrics = request.app.state.metrics
     return metrics
+
+
+async def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
 
 
 class _BearerScheme(SecurityBase):
@@ -82,6 +88,7 @@ Door = Annotated[Coordinator, Depends(_door)]
 BearerToken = Annotated[str, Security(_TokenScheme())]
 Caller = Annotated[Principal, Security(_CallerScheme())]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
+SettingsDep = Annotated[Settings, Depends(_settings)]
 
 
 class AuthenticateFirst:

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from studiolo.api.operations import OPERATIONS
 from studiolo.faces.http.problems import PROBLEM_MEDIA_TYPE, Problem
 
 __all__ = ["install_openapi"]
@@ -22,7 +23,6 @@ _ERRORS = {
     "500": "an unexpected error (`internal_error`)",
     "503": "too many requests in progress on this server (`overloaded`); retry after `Retry-After` seconds",
 }
-_STREAMS = "/events/stream"  # the one route that also answers 429
 _TOO_MANY_STREAMS = "the caller already holds its maximum of open event streams (`too_many_streams`)"
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
 _DESCRIPTION = """\
@@ -49,13 +49,14 @@ def _document(app: FastAPI) -> dict[str, Any]:
     schemas.pop("ValidationError", None)
     schemas["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
     ref = {"$ref": "#/components/schemas/Problem"}
-    for path, operations in doc["paths"].items():
+    for operations in doc["paths"].values():
         for op in operations.values():
             responses = op.setdefault("responses", {})
             for code, text in _ERRORS.items():
                 responses[code] = _problem(text, ref)
             responses["503"]["headers"] = _RETRY_AFTER
-            if path.endswith(_STREAMS):
+            row = OPERATIONS.get(op.get("operationId", ""))
+            if row is not None and 429 in row.errors:  # the table's own errors (the event stream's)
                 responses["429"] = {**_problem(_TOO_MANY_STREAMS, ref), "headers": _RETRY_AFTER}
     return doc
 

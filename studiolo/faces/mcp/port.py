@@ -9,12 +9,13 @@ the same over both adapters; every refusal is raised as a `StudioloError`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from studiolo.api import responses as s
 from studiolo.api.requests import CandidateIn, CompleteIn
 
-__all__ = ["StudioloPort"]
+__all__ = ["GitPort", "StudioloPort"]
 
 
 class StudioloPort(Protocol):
@@ -71,3 +72,14 @@ class StudioloPort(Protocol):
     def events(self, after: int, limit: int) -> list[s.EventOut]:
         """A page of the project's audit events with `seq > after`, oldest first."""
         ...
+
+
+@runtime_checkable
+class GitPort(Protocol):
+    """What a git workspace needs besides (`RemotePort`: the stdio server; docs/git.md)."""
+
+    def checkout_git(self, directory: Path) -> dict[str, Any]: ...
+
+    def submit_git(
+        self, attempt_id: str, directory: Path, named: list[str], collections: list[str]
+    ) -> s.CandidateOut: ...

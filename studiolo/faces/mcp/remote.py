@@ -4,6 +4,8 @@ agent's machine). The caller is whoever `STUDIOLO_TOKEN` authenticates as."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from studiolo.api import responses as s
 from studiolo.api.requests import CandidateIn, CompleteIn
@@ -13,9 +15,33 @@ __all__ = ["RemotePort"]
 
 
 class RemotePort:
-    def __init__(self, client: Client, project_id: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        project_id: str | None = None,
+        *,
+        url: str | None = None,
+        token: str | None = None,
+    ) -> None:
         self.client = client
         self._project = project_id
+        self.url, self.token = url, token  # where `git clone` reaches the service (a git workspace)
+
+    def checkout_git(self, directory: Path) -> dict[str, Any]:
+        """Clone the published branch into `directory`, with the manifest (docs/git.md)."""
+        from studiolo.git.agent import checkout_git
+
+        if self.url is None:
+            raise ValueError("this MCP server was started without the service's URL: no git checkout")
+        return checkout_git(self.client, self.url, self.token, directory, self.project_id)
+
+    def submit_git(
+        self, attempt_id: str, directory: Path, named: list[str], collections: list[str]
+    ) -> s.CandidateOut:
+        """A candidate from a git work tree against its base commit (docs/git.md)."""
+        from studiolo.git.agent import submit_git
+
+        return submit_git(self.client, attempt_id, directory, named, collections)
 
     @property
     def project_id(self) -> str:

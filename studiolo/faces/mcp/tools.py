@@ -230,11 +230,15 @@ class WorkspaceTools:
         overwrite: Annotated[
             bool, Field(description="discard local changes the checkout would overwrite")
         ] = False,
+        git: Annotated[
+            bool, Field(description="a git clone of the published branch (the whole project) instead")
+        ] = False,
     ) -> Annotated[CallToolResult, m.Checkout]:
         """Write the current artifacts (under a prefix) into a directory inside the working
         directory, with a manifest of the revisions read (.studiolo-checkout.json). Refuses,
-        naming them, to overwrite files changed since the last checkout, unless `overwrite`."""
-        return answer(lambda: self.workspace.checkout(self.port_for(ctx), directory, prefix, overwrite))
+        naming them, to overwrite files changed since the last checkout, unless `overwrite`.
+        With `git`, clone the published branch into a new directory (manifest in .git/)."""
+        return answer(lambda: self.workspace.checkout(self.port_for(ctx), directory, prefix, overwrite, git))
 
     def submit_workspace(
         self,
@@ -253,7 +257,8 @@ class WorkspaceTools:
         """Submit the directory's changes as a candidate: changed and new files are uploaded,
         removed files deleted; bases come from the checkout manifest. Declared as read: the
         unchanged checked-out files, every file read_artifact returned in this session, and
-        `file_deps`."""
+        `file_deps`. On a git checkout: the work tree against its base commit, reads the
+        `file_deps` paths, else the unchanged files beside the change."""
         return answer(
             lambda: self.workspace.submit(
                 self.port_for(ctx), attempt_id, directory, declare_collection, file_deps

@@ -30,7 +30,8 @@ from studiolo.confined import UntrustedResponse, write_confined
 from studiolo.core.canonical import digest_bytes
 from studiolo.core.paths import normalize_path
 from studiolo.faces.mcp.models import Checkout, WorkspaceCandidate
-from studiolo.faces.mcp.port import StudioloPort
+from studiolo.faces.mcp.port import GitPort, StudioloPort
+from studiolo.git import worktree
 
 __all__ = ["MANIFEST", "Workspace"]
 
@@ -61,11 +62,15 @@ class Workspace:
         """A read of the current revision through the tools (the latest read of a path wins)."""
         self.reads[path] = revision
 
-    def checkout(self, port: StudioloPort, directory: str, prefix: str, overwrite: bool) -> Checkout:
+    def checkout(
+        self, port: StudioloPort, directory: str, prefix: str, overwrite: bool, git: bool = False
+    ) -> Checkout:
         rel = self._directory(directory)
         base = self.root / rel if rel else self.root
         if base.resolve() != base:
             raise InvalidPath(f"{rel} leads through a symlink; not writing through it")
+        if git:
+            return _checkout_git(port, rel, base, prefix)
         collection = port.collection(prefix)  # before the files: a later edit makes it stale, not wrong
         arts = {a.path: a for a in port.artifacts(prefix) if a.digest is not None}
         before = _previous_manifest(base)
@@ -112,6 +117,8 @@ class Workspace:
         base = self.root / rel if rel else self.root
         if base.resolve() != base:
             raise InvalidPath(f"{rel} leads through a symlink; not reading it")
+        if worktree.is_git_checkout(base):
+            return _submit_git(port, attempt_id, base, declare_collection, file_deps)
         manifest = _read_manifest(base)
         files, bases = _changes(port, manifest.files, _local_files(base))
         if not files:
@@ -136,6 +143,50 @@ class Workspace:
         if any(is_git_segment(seg) for seg in norm.split("/")):
             raise InvalidPath(f"refusing a .git directory: {directory[:200]!r}")
         return norm
+
+
+def _git_port(port: StudioloPort) -> GitPort:
+    if not isinstance(port, GitPort):
+        raise InvalidRequest("a git workspace needs the stdio server (`studiolo mcp`) over the HTTP API")
+    return port
+
+
+def _checkout_git(port: StudioloPort, rel: str, base: Path, prefix: str) -> Checkout:
+    """A clone of the published branch (the whole project: `prefix` must be empty)."""
+    if prefix:
+        raise InvalidRequest("a git checkout holds the whole project: leave prefix empty")
+    if base.exists() and any(base.iterdir()):
+        raise InvalidRequest(f"{rel or '.'} is not empty: git clones into an empty or new directory")
+    try:
+        manifest = _git_port(port).checkout_git(base)
+    except (RuntimeError, ValueError) as exc:
+        raise InvalidRequest(str(exc)) from exc
+    files = {p: int(e["revision"]) for p, e in manifest["files"].items()}
+    return Checkout(
+        directory=rel or ".",
+        manifest=_join(rel, f".git/{worktree.MANIFEST}"),
+        prefix="",
+        collection_revision=0,
+        files=files,
+        overwritten=[],
+    )
+
+
+def _submit_git(
+    port: StudioloPort, attempt_id: str, base: Path, declare_collection: bool, file_deps: dict[str, int]
+) -> WorkspaceCandidate:
+    """`studiolo submit` on a git work tree: the change against its base commit; reads named
+    in `file_deps` (at their base revisions), else the unchanged files beside the change."""
+    try:
+        cand = _git_port(port).submit_git(
+            attempt_id, base, sorted(file_deps), [""] if declare_collection else []
+        )
+    except (RuntimeError, ValueError) as exc:
+        raise InvalidRequest(str(exc)) from exc
+    uploaded = sorted(p for p, d in cand.files.items() if d is not None)
+    return WorkspaceCandidate(
+        candidate=cand, uploaded=uploaded, deleted=sorted(set(cand.files) - set(uploaded))
+    )
 
 
 def _join(rel: str, path: str) -> str:

@@ -13,7 +13,7 @@ from studiolo.faces.web.errors import WebRoute
 from studiolo.faces.web.present import candidate_diffs, receipt_json
 from studiolo.faces.web.refusals import refusal
 from studiolo.faces.web.session import WebCaller, WebDoor, WebSession
-from studiolo.faces.web.study import chart, study_rows
+from studiolo.faces.web.study import chart, eval_chart, eval_rows, study_rows
 from studiolo.faces.web.templating import HEADERS, render
 from studiolo.service import TaskPage
 from studiolo.service.overview import Attention
@@ -140,7 +140,17 @@ def delegations(
 @router.get("/study")
 def study(request: Request, session: WebSession, caller: WebCaller) -> Response:
     rows, meta = study_rows()
-    ctx = _base(session, caller, rows=rows, meta=meta, chart=chart(rows))
+    erows, emeta = eval_rows()
+    ctx = _base(
+        session,
+        caller,
+        rows=rows,
+        meta=meta,
+        chart=chart(rows),
+        erows=erows,
+        emeta=emeta,
+        echart=eval_chart(erows),
+    )
     return render(request, "study.html", **ctx)
 
 

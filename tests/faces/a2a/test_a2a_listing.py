@@ -85,3 +85,29 @@ def test_list_tasks_pages_follow_the_cursor(live: Live) -> None:
 
     whole, paged = run(go())
     assert len(whole) == 5 and paged == whole
+
+
+def test_json_rpc_answers_at_the_cards_url_with_a_trailing_slash_too(live: Live) -> None:
+    """The A2A TCK's client posts to the interface URL joined with "/": a redirect would reach
+    it as an empty body. Both spellings answer the same; a token is still required."""
+    body = {"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": "no-such-task"}}
+    headers = {**live.headers(), "A2A-Version": "1.0"}
+    answers = [httpx.post(f"{live.url}/a2a/jsonrpc{tail}", json=body, headers=headers) for tail in ("", "/")]
+    assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
+    assert answers[0].json() == answers[1].json() and answers[1].json()["error"]["code"] == -32001
+    anonymous = httpx.post(f"{live.url}/a2a/jsonrpc/", json=body, headers={"A2A-Version": "1.0"})
+    assert anonymous.status_code == 401
+
+
+def test_a_json_rpc_request_that_is_not_json_is_content_type_not_supported(live: Live) -> None:
+    """TCK JSONRPC-SSE-002: the binding's error for a wrong Content-Type, not a parse error."""
+    headers = {**live.headers(), "A2A-Version": "1.0"}
+    body = b"{'jsonrpc': '2.0', 'id': 1, 'method': 'GetTask'}"  # Python's repr, not JSON
+    for kind in ("text/plain", "application/x-www-form-urlencoded", "TEXT/PLAIN; charset=utf-8"):
+        r = httpx.post(f"{live.url}/a2a/jsonrpc", content=body, headers={**headers, "Content-Type": kind})
+        assert r.status_code == 200 and r.json()["error"]["code"] == -32005, (kind, r.text)
+    for kind in ("application/json", "application/a2a+json"):  # JSON: parsed, and this is not JSON
+        r = httpx.post(f"{live.url}/a2a/jsonrpc/", content=body, headers={**headers, "Content-Type": kind})
+        assert r.json()["error"]["code"] == -32700, (kind, r.text)
+    anonymous = httpx.post(f"{live.url}/a2a/jsonrpc", content=body, headers={"Content-Type": "text/plain"})
+    assert anonymous.status_code == 401  # the token is checked first

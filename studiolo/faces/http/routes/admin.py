@@ -8,11 +8,10 @@ from studiolo.api import responses as s
 from studiolo.api.requests import CheckerIn, GrantIn, PolicyIn, PrincipalIn, ProjectIn, PublicKeyIn
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
-from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 
 @operation(router, "me")

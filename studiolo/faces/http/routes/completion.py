@@ -12,12 +12,11 @@ from studiolo.api import responses as s
 from studiolo.api.requests import CompleteIn
 from studiolo.faces.http.deps import Caller, Door, MetricsDep
 from studiolo.faces.http.operation import operation
-from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import make_request
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 _REPLAY_HEADER: dict[str, Any] = {
     "Idempotent-Replay": {

@@ -12,12 +12,11 @@ from studiolo.api.requests import ArtifactEditIn, CandidateIn, CollectGarbageIn,
 from studiolo.core.paths import normalize_prefix
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
-from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import CandidateDraft
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 _BINARY: dict[str, Any] = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
 PathText = Annotated[str, Query(max_length=1024)]

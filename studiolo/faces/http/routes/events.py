@@ -21,12 +21,11 @@ from studiolo.faces.http.feed import Feeds, ProjectFeed, sse_of
 from studiolo.faces.http.limits import StreamSlots
 from studiolo.faces.http.operation import operation
 from studiolo.faces.http.problems import problem_response
-from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.service import Coordinator, EventAccess
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 Seq = Annotated[int, Query(ge=0, le=2**53, description="return events with seq > after")]
 _KEEPALIVE_SECONDS = 15.0

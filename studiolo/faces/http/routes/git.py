@@ -3,23 +3,22 @@ clone endpoint (`git http-backend`) is mounted by `studiolo.git.http`."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from studiolo.api import responses as s
 from studiolo.api.requests import GitImportIn, GitMirrorIn
-from studiolo.faces.http.deps import Caller, Door
+from studiolo.faces.http.deps import Caller, Door, SettingsDep
 from studiolo.faces.http.operation import operation
-from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.git.status import add_mirror, git_status
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 
 @operation(router, "git_status")
-def status(project_id: str, request: Request, caller: Caller, door: Door) -> s.GitStatusOut:
-    root = request.app.state.settings.git_root()
+def status(project_id: str, settings: SettingsDep, caller: Caller, door: Door) -> s.GitStatusOut:
+    root = settings.git_root()
     return s.GitStatusOut.model_validate(git_status(door, caller, project_id, root))
 
 
@@ -31,7 +30,7 @@ def import_tree(project_id: str, body: GitImportIn, caller: Caller, door: Door) 
 
 @operation(router, "git_mirror")
 def mirror(
-    project_id: str, body: GitMirrorIn, request: Request, caller: Caller, door: Door
+    project_id: str, body: GitMirrorIn, settings: SettingsDep, caller: Caller, door: Door
 ) -> s.GitMirrorOut:
-    root = request.app.state.settings.git_root()
+    root = settings.git_root()
     return s.GitMirrorOut.model_validate(add_mirror(door, caller, project_id, root, body.url))

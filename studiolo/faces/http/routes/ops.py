@@ -11,12 +11,11 @@ from studiolo import __version__
 from studiolo.api import responses as s
 from studiolo.faces.http.deps import Door, MetricsDep
 from studiolo.faces.http.operation import operation
-from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.observe.metrics import CONTENT_TYPE
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 
 @operation(router, "healthz")

@@ -11,12 +11,11 @@ from studiolo.api import responses as s
 from studiolo.api.requests import DelegateIn, OriginsIn, RemoteOrgIn, ReviewIn
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
-from studiolo.faces.http.rendered import RenderedRoute
 from studiolo.workers.a2a.requester import delegate
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 
 @operation(router, "add_remote_org")

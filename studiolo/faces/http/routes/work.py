@@ -12,11 +12,10 @@ from studiolo.api.requests import CancelIn, ClaimIn, HandoffIn, LeaseIn, Migrate
 from studiolo.faces import render
 from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
-from studiolo.faces.http.rendered import RenderedRoute
 
 __all__ = ["router"]
 
-router = APIRouter(route_class=RenderedRoute)
+router = APIRouter()
 
 
 @operation(router, "create_task")

@@ -1,4 +1,4 @@
-"""`studiolo checkout --git` and `studiolo submit` on a git working tree: the client side of
+"""`studiolo checkout --git`, `studiolo submit` and MCP on a git working tree: the client side of
 `studiolo.git.worktree`, through the HTTP API (docs/git.md, "Agents work in git")."""
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
-"""The fast lanes (`faces/http/hot.py`: heartbeats, completions) answer exactly as the FastAPI
-routes: the same status, headers that matter and body, for well-formed and hostile requests.
-Each request goes to the app with the lane and to one without it, over the same ledger at
-the same (manual) clock."""
+"""The one path (`faces/http/path.py`) answers every operation of the table exactly as the
+FastAPI route registered for it would: the same status, headers that matter and body, for
+well-formed and hostile requests. Each request goes to the app and to one without the path
+(FastAPI serves its routes there), over the same ledger at the same (manual) clock.
+
+This file replaces the lane-versus-route tests of `hot.py` and the index-versus-scan tests of
+`dispatch.py`: the same cases, now held against the path that replaced both."""
 
 from __future__ import annotations
 
@@ -10,15 +13,20 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute, iter_route_contexts
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from studiolo.faces.http import hot
+from studiolo.api.operations import OPERATIONS
+from studiolo.faces.http import leases
 from studiolo.faces.http.app import create_app
+from studiolo.faces.http.path import OperationPath
 from studiolo.settings import Settings
 from tests.faces.helpers import issue_tokens
 from tests.world import World
@@ -27,8 +35,22 @@ from tests.world import World
 def _apps(world: World) -> tuple[Any, Any]:
     settings = Settings(database_url=world.coord.store.url)
     fast, plain = create_app(world.coord, settings), create_app(world.coord, settings)
-    plain.user_middleware = [m for m in plain.user_middleware if m.cls is not hot.HotRoutes]
+    plain.user_middleware = [m for m in plain.user_middleware if m.cls is not OperationPath]
     return fast, plain
+
+
+@pytest.fixture
+def handled(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The routes FastAPI handled (the path answers the table's `def` routes without it)."""
+    seen: list[str] = []
+    handle = APIRoute.handle
+
+    async def recording(self: APIRoute, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(self.operation_id or self.name)
+        await handle(self, scope, receive, send)
+
+    monkeypatch.setattr(APIRoute, "handle", recording)
+    return seen
 
 
 def _call(
@@ -42,20 +64,12 @@ def _call(
     return asyncio.run(go())
 
 
-def test_the_fast_lane_answers_as_the_route(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_heartbeat_gets_the_routes_answer(world: World, handled: list[str]) -> None:
     tokens = issue_tokens(world)
     task = world.new_task()
     att = world.coord.claim(world.agent, task.id, 60)
     other = world.coord.claim(world.agent2, world.new_task("other").id, 60)
     fast, plain = _apps(world)
-    laned: list[str] = []
-    original = hot.LeaseLane.beat
-
-    async def counted(self: hot.LeaseLane, *args: Any) -> Any:
-        laned.append(args[2])
-        return await original(self, *args)
-
-    monkeypatch.setattr(hot.LeaseLane, "beat", counted)
     js = {"Content-Type": "application/json"}
     agent = {"Authorization": f"Bearer {tokens['agent']}", **js}
     cases: list[tuple[str, dict[str, str], bytes | None]] = [
@@ -81,7 +95,10 @@ def test_the_fast_lane_answers_as_the_route(world: World, monkeypatch: pytest.Mo
     ]
     for attempt_id, headers, body in cases:
         path = f"/v1/attempts/{attempt_id}/heartbeat"
-        a, b = _call(fast, path, headers, body), _call(plain, path, headers, body)
+        handled.clear()
+        a = _call(fast, path, headers, body)
+        assert handled == [], "the path answered, not FastAPI"
+        b = _call(plain, path, headers, body)
         where = f"{attempt_id} {headers.get('Content-Type')} {body!r}"
         assert (a.status_code, a.headers.get("content-type")) == (
             b.status_code,
@@ -89,9 +106,6 @@ def test_the_fast_lane_answers_as_the_route(world: World, monkeypatch: pytest.Mo
         ), where
         assert json.loads(a.content) == json.loads(b.content), where
         assert a.headers.get("www-authenticate") == b.headers.get("www-authenticate"), where
-    # the well-formed ones with a token took the lane (an unknown token's 401 included); the
-    # rest went to the route
-    assert len(laned) == 10
     world.coord.release(world.agent, att.id)  # and once the attempt is over
     for app in (fast, plain):
         gone = _call(app, f"/v1/attempts/{att.id}/heartbeat", agent, b"{}")
@@ -107,7 +121,7 @@ def _same(a: httpx.Response, b: httpx.Response, where: str) -> None:
         assert a.headers.get(name) == b.headers.get(name), (where, name)
 
 
-def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_completion_gets_the_routes_answer(world: World, handled: list[str]) -> None:
     """Every byte the same, refusals and replays included; metrics count as the route's do."""
     tokens = issue_tokens(world)
     task = world.new_task()
@@ -116,14 +130,6 @@ def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pyt
     good = world.receipt(cand)
     failing = world.receipt(world.candidate(att, {"src/a.txt": b"no"}), result="fail")
     fast, plain = _apps(world)
-    laned: list[str] = []
-    original = hot.HotRoutes._complete
-
-    def counted(self: hot.HotRoutes, principal: Any, token: str, task_id: str, body: Any) -> Any:
-        laned.append(task_id)
-        return original(self, principal, token, task_id, body)
-
-    monkeypatch.setattr(hot.HotRoutes, "_complete", counted)
     js = {"Content-Type": "application/json"}
     agent = {"Authorization": f"Bearer {tokens['agent']}", **js}
     body = {
@@ -158,7 +164,8 @@ def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pyt
         (task.id, agent, b"[]"),
         (task.id, agent, b"null"),
         (task.id, agent, b""),
-        (task.id, agent, raw(request_id="x" * 5000)),  # larger than a lane takes
+        (task.id, agent, raw(request_id="x" * 5000)),  # longer than a request id may be
+        (task.id, agent, raw(request_id="x" * 200_000)),  # larger than a completion's body cap
         (task.id, {**agent, "Content-Type": "text/plain"}, raw()),
         (task.id, js, raw()),  # no token
         (task.id, {"Authorization": "Bearer stl_nope", **js}, raw()),
@@ -166,10 +173,12 @@ def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pyt
     ]
     for task_id, headers, content in refusals:
         path = f"/v1/tasks/{task_id}/complete"
-        a, b = _call(fast, path, headers, content), _call(plain, path, headers, content)
+        handled.clear()
+        a = _call(fast, path, headers, content)
+        assert handled == [], "the path answered, not FastAPI"
+        b = _call(plain, path, headers, content)
         _same(a, b, f"{task_id} {headers} {content!r}")
         assert a.status_code >= 400, content
-    taken = len(laned)
     # The same, accepted, then replayed by either app: the replays are byte for byte alike.
     path = f"/v1/tasks/{task.id}/complete"
     accepted = _call(fast, path, agent, raw())
@@ -178,7 +187,6 @@ def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pyt
     _same(again, plain_again, "replay")
     assert again.status_code == 200 and again.headers["idempotent-replay"] == "true"
     assert again.json() == accepted.json()
-    assert len(laned) == taken + 2
     metrics = [_metric_lines(app) for app in (fast, plain)]
     assert 'studiolo_completions_total{outcome="accepted",reason=""} 1.0' in metrics[0]
     assert 'studiolo_completions_total{outcome="replayed",reason=""} 1.0' in metrics[0]
@@ -193,7 +201,7 @@ def test_the_completion_lane_answers_as_the_route(world: World, monkeypatch: pyt
     }
 
 
-def test_the_task_lane_answers_as_the_route(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_task_view_gets_the_routes_answer(world: World, handled: list[str]) -> None:
     tokens = issue_tokens(world)
     task = world.new_task()
     att = world.coord.claim(world.agent, task.id, 60)
@@ -202,14 +210,6 @@ def test_the_task_lane_answers_as_the_route(world: World, monkeypatch: pytest.Mo
 
     elsewhere = add_project(world.coord, world.admin, world.clock, "elsewhere").new_task()
     fast, plain = _apps(world)
-    laned: list[str] = []
-    original = hot.HotRoutes._task
-
-    def counted(self: hot.HotRoutes, principal: Any, token: str, task_id: str) -> Any:
-        laned.append(task_id)
-        return original(self, principal, token, task_id)
-
-    monkeypatch.setattr(hot.HotRoutes, "_task", counted)
     agent = {"Authorization": f"Bearer {tokens['agent']}"}
     cases: list[tuple[str, str, dict[str, str], bytes | None]] = [
         ("GET", task.id, agent, None),
@@ -223,7 +223,7 @@ def test_the_task_lane_answers_as_the_route(world: World, monkeypatch: pytest.Mo
         ("GET", task.id, {}, None),  # no token
         ("GET", task.id, {"Authorization": "Bearer stl_nope"}, None),
         ("GET", task.id, {"Authorization": "Basic abc"}, None),
-        ("GET", task.id, {**agent, "Content-Type": "application/json"}, b"{}"),  # a body: the route
+        ("GET", task.id, {**agent, "Content-Type": "application/json"}, b"{}"),  # a body, unread
         ("HEAD", task.id, agent, None),
         ("DELETE", task.id, agent, None),
     ]
@@ -231,31 +231,9 @@ def test_the_task_lane_answers_as_the_route(world: World, monkeypatch: pytest.Mo
         path = f"/v1/tasks/{task_id}"
         a, b = _call(fast, path, headers, content, method), _call(plain, path, headers, content, method)
         _same(a, b, f"{method} {task_id} {headers} {content!r}")
-    assert len(laned) == 9  # the GETs with a token and no body
+    assert handled.count("task") == 14 + 2, "FastAPI answered only the app without the path, and 405s"
     shown = _call(fast, f"/v1/tasks/{task.id}", agent, None, "GET").json()
     assert shown["task"]["id"] == task.id and len(shown["receipts"]) == 1
-
-
-def test_no_other_route_answers_a_lane_path(world: World) -> None:
-    """A lane serves its path for its method alone: no other route of the app may match it
-    (a new route such as `GET /v1/tasks/ready` would be shadowed by the task lane)."""
-    from studiolo.faces.http.dispatch import _entries
-
-    app, _ = _apps(world)
-    lanes = {("POST", "/v1/attempts/{attempt_id}/heartbeat"), ("POST", "/v1/tasks/{task_id}/complete")}
-    lanes.add(("GET", "/v1/tasks/{task_id}"))
-    served = set()
-    routes = [e.api_route or e.route for e in _entries(app.router)]  # included routers flattened
-    assert len(routes) > 50
-    for route in routes:
-        path, methods = getattr(route, "path", ""), getattr(route, "methods", None) or {"GET", "POST"}
-        example = re.sub(r"{[^}]+}", "x", path)
-        for method in methods:
-            for lane_method, pattern, *_ in hot._LANES:
-                if method == lane_method and pattern.fullmatch(example):
-                    assert (method, path) in lanes, (method, path)
-                    served.add((method, path))
-    assert served == lanes
 
 
 def _metric_lines(app: Any) -> list[str]:
@@ -266,7 +244,7 @@ def test_the_lane_writes_queued_heartbeats_together(world: World, monkeypatch: p
     """While one batch is being written, the heartbeats that arrive wait and go in the next
     one, together; each gets its own answer, a refused one included."""
     attempts = [world.coord.claim(world.agent, world.new_task(f"t{i}").id, 60) for i in range(5)]
-    lane = hot.LeaseLane(world.coord)
+    lane = leases.LeaseLane(world.coord)
     entered, release = threading.Event(), threading.Event()
     sizes: list[int] = []
     original = world.coord.heartbeats
@@ -303,7 +281,7 @@ def test_under_load_the_lane_takes_a_batch_at_most_once_per_window(
     """A heartbeat that finds the lane idle goes at once; those that arrive within a window
     of the last batch wait for the window's end and go together."""
     attempts = [world.coord.claim(world.agent, world.new_task(f"t{i}").id, 60) for i in range(4)]
-    lane = hot.LeaseLane(world.coord, window=1.0)
+    lane = leases.LeaseLane(world.coord, window=1.0)
     sizes: list[int] = []
     original = world.coord.heartbeats
 
@@ -328,7 +306,7 @@ def test_under_load_the_lane_takes_a_batch_at_most_once_per_window(
 
 def test_the_lane_thread_ends_when_idle_and_comes_back(world: World) -> None:
     att = world.coord.claim(world.agent, world.new_task().id, 60)
-    lane = hot.LeaseLane(world.coord, idle=0.05)
+    lane = leases.LeaseLane(world.coord, idle=0.05)
     tokens = issue_tokens(world)
     for _ in range(2):
         # no principal known: the lane authenticates the token itself
@@ -364,7 +342,7 @@ _FIELDS = ["request_id", "attempt_id", "fence", "contract_hash", "candidate_id",
 @given(data=st.data())
 def test_any_completion_body_gets_the_routes_answer(world: World, data: st.DataObject) -> None:
     """Hostile and near-valid bodies (real ids mixed in, evidence that can never suffice):
-    the lane's answer is the route's, byte for byte, whichever of them took the request."""
+    the path's answer is the route's, byte for byte."""
     if not hasattr(world, "_lane_case"):
         tokens = issue_tokens(world)
         task = world.new_task()
@@ -400,9 +378,9 @@ def test_any_completion_body_gets_the_routes_answer(world: World, data: st.DataO
     event(f"status {a.status_code} {a.json().get('reason')}")
 
 
-def test_a_lane_refuses_a_token_revoked_after_it_was_cached(world: World) -> None:
-    """The lanes authenticate through the same cache as the routes: a revocation ends a token
-    on the very next request, on every lane, with the route's 401."""
+def test_the_path_refuses_a_token_revoked_after_it_was_cached(world: World) -> None:
+    """The path authenticates through the door's cache: a revocation ends a token on the very
+    next request, heartbeats and completions included, with the route's 401."""
     tokens = issue_tokens(world)
     task = world.new_task()
     att = world.coord.claim(world.agent, task.id, 60)
@@ -427,3 +405,165 @@ def test_a_lane_refuses_a_token_revoked_after_it_was_cached(world: World) -> Non
         answer = _call(fast, path, agent, content, method)
         assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer", path
     assert world.coord.claim(world.agent, world.new_task("next").id, 60)  # the principal itself is fine
+
+
+_SAMPLES = {"path": "a/b.txt", "int": "7", "float": "1.5", "uuid": "8c4f4d8e-1d8e-4b7a-9e0e-2b7f5b8f3b1a"}
+_PARAM = re.compile(r"{([^}:]+)(?::([^}]+))?}")
+_RANDOM = re.compile(rb"[A-Za-z0-9_-]{40,}|expires=[^;]*")
+_METHODS = ("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS")
+
+
+def _paths(app: FastAPI) -> list[str]:
+    paths = {"/", "/nope", "/v1", "/v1/", "/v1/nope", "/a2a", "/a2a/", "/mcp/", "/ui", "/ui/static/app.css"}
+    for context in iter_route_contexts(app.routes):
+        path = context.path_format or context.path
+        if not path:
+            continue
+        for one in (False, True):  # a `{path:path}` of one segment, then of two
+            sample = _fill(context.path or path, one)
+            base = sample.rstrip("/") or "/"
+            paths.update({sample, base, base + "/", base + "/zz", sample.upper(), "//" + sample.lstrip("/")})
+    return sorted(paths)
+
+
+def _fill(path: str, one_segment: bool) -> str:
+    """The path with a sample for each parameter (a `{path:path}` of one segment or two)."""
+    return _PARAM.sub(lambda m: _sample(m.group(2), one_segment), path)
+
+
+def _sample(convertor: str | None, one_segment: bool) -> str:
+    if convertor == "path" and one_segment:
+        return "b.txt"
+    return _SAMPLES.get(convertor or "", "x1")
+
+
+def _request(app: Any, method: str, path: str, token: str | None, root_path: str = "") -> tuple[Any, ...]:
+    headers = [(b"host", b"studiolo.test")]
+    if token:
+        headers.append((b"authorization", f"Bearer {token}".encode()))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": root_path + path,
+        "raw_path": (root_path + path).encode(),
+        "root_path": root_path,
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 5000),
+        "server": ("studiolo.test", 80),
+        "state": {},
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def call() -> str:
+        try:
+            await app(scope, receive, send)
+        except Exception as exc:  # the same failure either way (a mount not started, say)
+            return repr(exc)
+        return ""
+
+    failure = asyncio.run(call())
+    if path == "/metrics" and method == "GET":  # the counters count these very requests
+        sent = [{**m, "body": b"", "headers": None} for m in sent]
+    return failure, [
+        (m["type"], m.get("status"), _masked(m.get("headers")), _masked(m.get("body"))) for m in sent
+    ]
+
+
+def _masked(value: Any) -> Any:
+    """Without the dashboard's sign-in nonces and cookie expiry dates (fresh at every page),
+    nor the request id (fresh at every request)."""
+    if isinstance(value, bytes):
+        return _RANDOM.sub(b"<random>", value)
+    return None if value is None else [(k, b"<id>" if k == b"x-request-id" else _masked(v)) for k, v in value]
+
+
+def test_every_path_and_method_gets_the_routes_answer(world: World, handled: list[str]) -> None:
+    """Every route of the app, with other methods, slashes added or taken off, unknown
+    segments, mounts, with and without a token, and behind a `root_path`."""
+    fast, plain = _apps(world)
+    token = issue_tokens(world)["agent"]
+    cases = [
+        (m, p, t)
+        for p in _paths(fast)
+        for m in _METHODS
+        for t in (None, token)
+        if t is None or m in ("GET", "HEAD")
+    ]
+    for method, path, tok in cases:
+        assert _request(fast, method, path, tok) == _request(plain, method, path, tok), (method, path)
+    assert _request(fast, "GET", "/v1/me", token, "/behind") == _request(
+        plain, "GET", "/v1/me", token, "/behind"
+    )
+    handled.clear()
+    _request(fast, "GET", "/v1/me", token, "/behind")
+    assert handled == []
+
+
+def test_every_plain_operation_is_answered_by_the_path(world: World, handled: list[str]) -> None:
+    """The table's operations reach FastAPI only where the route needs the request itself."""
+    fast, _ = _apps(world)
+    token = issue_tokens(world)["admin"]
+    for op in OPERATIONS.values():
+        path = op.template.format(**dict.fromkeys(op.params, "x1"))
+        handled.clear()
+        _request(fast, op.method, path, token)
+        assert handled == ([op.name] if op.name in _FASTAPI else []), op.name
+
+
+_FASTAPI = {"put_blob", "stream_events", "delegate"}  # a raw body, a stream, an `async def`
+_BODIES: list[tuple[str, bytes]] = [
+    ("application/json", b"{}"),
+    ("application/json", b"null"),
+    ("application/json", b"[]"),
+    ("application/json", b"{not json"),
+    ("application/json", b'{"x": 1}'),
+    ("application/vnd.api+json", b"{}"),
+    ("text/plain", b"{}"),
+    ("", b"{}"),
+]
+
+
+_QUERIES = ("limit=0", "limit=abc", "limit=5&limit=7", "offset=-1", "prefix=" + "p" * 2000, "revision=x")
+
+
+def test_any_body_to_any_operation_gets_the_routes_answer(world: World) -> None:
+    """Odd bodies, content types and queries to every operation: the same answer."""
+    fast, plain = _apps(world)
+    token = issue_tokens(world)["admin"]
+    for op in OPERATIONS.values():
+        if op.name in _FASTAPI or op.name == "metrics":
+            continue
+        path = op.template.format(**dict.fromkeys(op.params, "x1"))
+        for content_type, content in _BODIES:
+            headers = {"Authorization": f"Bearer {token}"}
+            if content_type:
+                headers["Content-Type"] = content_type
+            a, b = (
+                _call(fast, path, headers, content, op.method),
+                _call(plain, path, headers, content, op.method),
+            )
+            _same(a, b, f"{op.name} {content_type} {content!r}")
+        for query in (
+            "limit=0",
+            "limit=abc",
+            "limit=5&limit=7",
+            "offset=-1",
+            "prefix=" + "p" * 2000,
+            "revision=x",
+        ):
+            headers = {"Authorization": f"Bearer {token}"}
+            a, b = (
+                _call(fast, f"{path}?{query}", headers, None, op.method),
+                _call(plain, f"{path}?{query}", headers, None, op.method),
+            )
+            _same(a, b, f"{op.name} ?{query}")

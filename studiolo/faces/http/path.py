@@ -1,0 +1,313 @@
+"""`OperationPath`: the one path every operation of the table takes.
+
+    read the head → find the operation → authenticate once → read a bounded body
+    → one threadpool call (parse, the door, render) → send
+
+The operation is found by its method, its path's number of segments and first segment (a
+dict lookup, then a few regular expressions), never by scanning the app's routes. The
+caller is known before a byte of the body is read: a token the door has cached costs
+nothing, another one threadpool call, and a request without a valid token gets its 401
+with its body unread. The body is read up to the operation's cap (`Operation.cap`: 413
+past it). Then one call in the threadpool parses the body and the query as the route's
+models, calls the route's function (the door, and how its answer is rendered), and
+serializes the response; heartbeats go to `LeaseLane` instead, which writes those queued
+together in one transaction.
+
+Operations whose function needs the request itself (`async def` routes: a raw body, a
+stream, the app's state) go on to the FastAPI app; so do a path's other methods (405).
+The FastAPI app keeps every route registered: it renders the OpenAPI document from them.
+"""
+
+from __future__ import annotations
+
+import email.message
+import inspect
+import json
+import re
+import urllib.parse
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
+from pydantic.fields import FieldInfo
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from studiolo._exceptions import InvalidRequest, PayloadTooLarge, StudioloError, Unauthenticated
+from studiolo.api.operations import OPERATIONS, Operation
+from studiolo.api.requests import invalid_request
+from studiolo.core.model import Principal
+from studiolo.faces.http.deps import PRINCIPAL_KEY
+from studiolo.faces.http.leases import LeaseLane
+from studiolo.faces.http.problems import error_response, unexpected_response
+from studiolo.observe.http import ROUTE_KEY
+from studiolo.observe.metrics import Metrics
+from studiolo.service import Coordinator
+from studiolo.settings import Settings
+
+__all__ = ["OperationPath", "served"]
+
+_INJECTED = {"caller", "door", "metrics", "settings", "response"}
+
+
+@dataclass(frozen=True)
+class _Served:
+    """An operation this path answers: its row, its function, and how to call it."""
+
+    op: Operation
+    pattern: re.Pattern[str]
+    call: Callable[..., Any]
+    names: frozenset[str]  # the function's parameters
+    body: type[BaseModel] | None
+    query: type[BaseModel] | None
+    output: TypeAdapter[Any] | None
+    cap: int
+
+
+def served(routes: Iterable[APIRoute], settings: Settings) -> list[_Served]:
+    """The table's operations whose route function is a plain `def` over values only."""
+    found = []
+    for route in routes:
+        op = OPERATIONS.get(route.operation_id or "")
+        if op is None or inspect.iscoroutinefunction(route.endpoint):
+            continue
+        params = inspect.signature(route.endpoint, eval_str=True).parameters
+        known = _INJECTED | set(op.params) | {"body"}
+        query = {n: p for n, p in params.items() if n not in known}
+        if any(not isinstance(_field(p), FieldInfo) for p in query.values()):
+            continue  # a parameter this path cannot fill (`Request`, ...): FastAPI serves it
+        found.append(
+            _Served(
+                op,
+                _regex(op),
+                route.endpoint,
+                frozenset(params),
+                op.request_model(),
+                _query_model(op, query),
+                None if op.response_model() is None else TypeAdapter(op.response_model()),
+                int(min(getattr(settings, op.cap), settings.max_request_bytes)),
+            )
+        )
+    return found
+
+
+def _field(param: inspect.Parameter) -> Any:
+    meta = getattr(param.annotation, "__metadata__", ())
+    return next((m for m in meta if isinstance(m, FieldInfo)), None)
+
+
+def _query_model(op: Operation, params: dict[str, inspect.Parameter]) -> type[BaseModel] | None:
+    if not params:
+        return None
+    fields: dict[str, Any] = {n: (p.annotation, p.default) for n, p in params.items()}
+    return create_model(f"{op.name}_query", **fields)
+
+
+def _regex(op: Operation) -> re.Pattern[str]:
+    pattern = re.sub(r"\{(\w+):path\}", r"(?P<\1>.*)", op.path)
+    return re.compile(re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern))
+
+
+def _key(method: str, path: str) -> tuple[str, int, str]:
+    parts = path.split("/")
+    return method, len(parts), parts[1]
+
+
+class OperationPath:
+    """ASGI middleware: the operations of `served` answered here, anything else by `app`."""
+
+    def __init__(
+        self, app: ASGIApp, door: Coordinator, metrics: Metrics, settings: Settings, ops: Sequence[_Served]
+    ) -> None:
+        self.app, self.door, self.metrics, self.settings = app, door, metrics, settings
+        self.lane = LeaseLane(door, window=settings.heartbeat_window_seconds, observed=metrics.heartbeats)
+        self._index: dict[tuple[str, int, str], list[_Served]] = {}
+        self._rest: list[_Served] = []  # `{path:path}` operations: any number of segments
+        for one in ops:
+            if ":path}" in one.op.path:
+                self._rest.append(one)
+            else:
+                self._index.setdefault(_key(one.op.method, one.op.template), []).append(one)
+
+    def _find(self, method: str, path: str) -> tuple[_Served, dict[str, str]] | None:
+        for one in (*self._index.get(_key(method, path), ()), *self._rest):
+            found = one.pattern.fullmatch(path) if one.op.method == method else None
+            if found is not None:
+                return one, found.groupdict()
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = self._find(scope["method"], _route_path(scope)) if scope["type"] == "http" else None
+        if found is None:
+            await self.app(scope, receive, send)
+            return
+        one, values = found
+        scope[ROUTE_KEY] = one.op.template  # what the metrics, logs and spans name it
+        try:
+            response = await self._answer(one, values, scope, receive)
+        except StudioloError as exc:
+            response = error_response(exc)
+        except Exception as exc:
+            response = unexpected_response(exc)
+        await response(scope, receive, send)
+
+    async def _answer(self, one: _Served, values: dict[str, str], scope: Scope, receive: Receive) -> Response:
+        headers = dict(scope["headers"])
+        caller: Principal | None = None
+        if one.op.auth == "bearer":
+            token = _bearer(headers)
+            caller = self.door.authenticate_cached(token) if token else None
+            if caller is None:
+                caller = await run_in_threadpool(self._authenticate, token)
+            scope.setdefault("state", {})[PRINCIPAL_KEY] = caller  # for the request's log line
+        body = await _read_body(one.cap, headers, receive, read=one.op.body != "none")
+        if one.op.name == "heartbeat" and caller is not None:
+            parsed = _parse_body(one, headers, body)  # a bad body: the problem, before the lane
+            lease = parsed.lease_seconds if parsed is not None else None  # type: ignore[attr-defined]
+            return await self.lane.beat(caller, "", values["attempt_id"], lease)
+        query = scope.get("query_string", b"")
+        return await run_in_threadpool(self._work, one, values, caller, headers, body, query)
+
+    def _authenticate(self, token: str | None) -> Principal:
+        if not token:
+            raise Unauthenticated("a bearer token is required")
+        return self.door.authenticate(token)
+
+    def _work(
+        self,
+        one: _Served,
+        values: dict[str, str],
+        caller: Principal | None,
+        headers: dict[bytes, bytes],
+        body: bytes,
+        query: bytes,
+    ) -> Response:
+        """Parse, call the door through the route's function, render: one worker call."""
+        try:
+            kwargs: dict[str, Any] = dict(values)
+            if one.body is not None:
+                kwargs["body"] = _parse_body(one, headers, body)
+            if one.query is not None:
+                kwargs.update(_parse_query(one.query, query))
+            given = Response()  # what the route sets: a status (a replay's 200), headers
+            given.status_code = None  # type: ignore[assignment]
+            del given.headers["content-length"]
+            injected = {
+                "caller": caller,
+                "door": self.door,
+                "metrics": self.metrics,
+                "settings": self.settings,
+                "response": given,
+            }
+            kwargs.update({n: v for n, v in injected.items() if n in one.names})
+            return _render(one, one.call(**kwargs), given)
+        except StudioloError as exc:
+            return error_response(exc)
+        except Exception as exc:
+            return unexpected_response(exc)
+
+
+def _render(one: _Served, value: Any, given: Response) -> Response:
+    if isinstance(value, Response):
+        return value
+    assert one.output is not None, one.op.name
+    content = one.output.dump_json(one.output.validate_python(value, from_attributes=True), by_alias=True)
+    status = given.status_code or one.op.status
+    response = Response(content, status_code=status, media_type="application/json")
+    response.headers.raw.extend(given.headers.raw)
+    return response
+
+
+def _parse_body(one: _Served, headers: dict[bytes, bytes], body: bytes) -> BaseModel | None:
+    """The body as FastAPI reads a route's body: JSON when the content type says so, else the
+    bytes themselves (which no model accepts); empty: absent."""
+    assert one.body is not None
+    if not body:
+        if one.op.body == "optional":
+            return None
+        raise _invalid([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
+    value: Any = body
+    content_type = headers.get(b"content-type", b"").decode("latin-1")
+    if content_type and _is_json(content_type):  # FastAPI's strict content type: none is not JSON
+        try:
+            value = json.loads(body)
+        except json.JSONDecodeError as exc:
+            error = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error"}
+            raise _invalid([error]) from None
+        except ValueError:  # not UTF-8 (nor -16 or -32): FastAPI's plain 400
+            raise InvalidRequest("There was an error parsing the body") from None
+    if value is None and one.op.body == "optional":
+        return None
+    try:
+        return one.body.model_validate(value, from_attributes=True)  # as FastAPI validates a body
+    except ValidationError as exc:
+        raise _invalid([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
+
+
+def _is_json(content_type: str) -> bool:
+    """FastAPI's test: `application/json` or `application/*+json`, parameters aside."""
+    if content_type == "application/json":
+        return True
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
+
+
+def _parse_query(model: type[BaseModel], raw: bytes) -> dict[str, Any]:
+    given = dict(urllib.parse.parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
+    try:
+        parsed = model.model_validate({k: v for k, v in given.items() if k in model.model_fields})
+    except ValidationError as exc:
+        raise _invalid([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
+    return dict(parsed)
+
+
+def _invalid(errors: Sequence[Any]) -> StudioloError:
+    return invalid_request(errors)
+
+
+async def _read_body(cap: int, headers: dict[bytes, bytes], receive: Receive, *, read: bool) -> bytes:
+    """The whole body, refused past `cap` bytes (declared or streamed) before more is read;
+    an operation that takes no body leaves it unread."""
+    declared = headers.get(b"content-length", b"0")
+    if not declared.isdigit() or int(declared) > cap:
+        raise _too_large(cap, declared.isdigit())
+    if not read:
+        return b""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise InvalidRequest("the client disconnected before its request was complete")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > cap:
+            raise _too_large(cap, True)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _too_large(cap: int, declared: bool) -> StudioloError:
+    detail = f"the request body exceeds {cap} bytes for this route (or declares a bad Content-Length)"
+    return PayloadTooLarge(detail) if declared else InvalidRequest(detail)
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the app's routes see: without the `root_path` it is served under (as Starlette)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+        return path[len(root) :]
+    return path
+
+
+def _bearer(headers: dict[bytes, bytes]) -> str | None:
+    scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
