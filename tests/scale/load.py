@@ -27,6 +27,7 @@ __all__ = ["LoadPlan", "run_load"]
 
 _LEASES = (0.5, 10.0, 30.0, 60.0, 60.0)  # some expire mid-iteration, most do not
 _OVERTIME = 3
+_BACKOFF = (0.05, 0.25)  # seconds after a refused connection (a replica down), before the next try
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ class _Worker:
                     self.done.add(task["id"])
             except httpx.TransportError:
                 self.log.count("transport_error")
+                time.sleep(self.rng.uniform(*_BACKOFF))  # a dead replica: do not spin on it
         self.transport.close()
 
     def pick(self) -> dict[str, Any] | None:
