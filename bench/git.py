@@ -111,7 +111,8 @@ class _Process:
         self.log = tmp / "published.log"
         self.serve: ProjectorProcess | None = None
         if woken:
-            self.serve = ProjectorProcess(w.coord.store, tmp / "git", interval, 3600.0, self.log)
+            nice = 0 if priority == "same" else 5
+            self.serve = ProjectorProcess(w.coord.store, tmp / "git", interval, 3600.0, self.log, nice)
             self.serve.start()
             assert self.serve._child is not None
             self.child = self.serve._child

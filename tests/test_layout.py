@@ -172,3 +172,14 @@ def test_every_public_method_of_a_service_is_the_doors() -> None:
                     if public and fn.name not in SERVICE_ONLY and not hasattr(Coordinator, fn.name):
                         missing.append(f"{node.name}.{fn.name}")
     assert not missing, missing
+
+
+def test_the_door_never_asks_which_back_end_it_has() -> None:
+    """STYLE 16: back-end choices are the store's (`Store.read_ahead`, `Store.batch_gate`)."""
+    asks = [
+        f"{path.name}:{node.lineno}"
+        for path in (PKG / "service").glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr in ("is_sqlite", "dialect")
+    ]
+    assert not asks, asks

@@ -9,7 +9,7 @@ child also passes over every project on its timer (recovery, checkpoints, mirror
 processes may publish (a clone publishes what is pending before it answers); a lock file
 per repository serializes them (`Projector.publish`).
 
-    python -m studiolo.git.child DATABASE_URL GIT_ROOT INTERVAL CHECKPOINT_SECONDS [LOG]
+    python -m studiolo.git.child DATABASE_URL GIT_ROOT INTERVAL CHECKPOINT_SECONDS NICENESS [LOG]
 
 LOG (bench/git.py): a file the child appends `version time` to each time a branch moves."""
 
@@ -33,10 +33,17 @@ class ProjectorProcess:
     """The child process, started and stopped with the app; `poke` wakes it for a project."""
 
     def __init__(
-        self, store: Store, root: Path, interval: float, checkpoint_every: float, log: Path | None = None
+        self,
+        store: Store,
+        root: Path,
+        interval: float,
+        checkpoint_every: float,
+        log: Path | None = None,
+        niceness: int = 5,  # projector.NICENESS (bench/git.py --priority same: 0)
     ) -> None:
         self.store, self.root = store, root
-        self.args = [store.url, str(root), str(interval), str(checkpoint_every), *([str(log)] if log else [])]
+        self.args = [store.url, str(root), str(interval), str(checkpoint_every), str(niceness)]
+        self.args += [str(log)] if log else []
         self._child: subprocess.Popen[bytes] | None = None
         self._guard = threading.Lock()
         self._listening = False
@@ -96,11 +103,16 @@ def _log(path: Path) -> Callable[[str, int], None]:
 def main(argv: list[str]) -> None:
     from studiolo.git.projector import Projector
 
-    url, root, interval, checkpoint, *log = argv
+    url, root, interval, checkpoint, niceness, *log = argv
     store = Store(url)
     noted = _log(Path(log[0])) if log else None
     projector = Projector(
-        store, Path(root), interval=float(interval), checkpoint_every=float(checkpoint), on_published=noted
+        store,
+        Path(root),
+        interval=float(interval),
+        checkpoint_every=float(checkpoint),
+        on_published=noted,
+        niceness=int(niceness),
     )
     projector.start()
     try:

@@ -88,10 +88,12 @@ class Projector:
         batch: int = 200,
         clock: Callable[[], float] = time.time,
         on_published: Callable[[str, int], None] | None = None,
+        niceness: int | None = None,  # None: NICENESS
     ) -> None:
         self.store, self.root, self.interval, self.batch = store, root, interval, batch
         self.checkpoint_every, self.clock = checkpoint_every, clock
         self.on_published = on_published  # (project, version) after the branch moved (bench/git.py)
+        self.niceness = NICENESS if niceness is None else niceness
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -118,6 +120,9 @@ class Projector:
         time per repository: this process's lock, then a lock file other processes take too
         (the server's clone path and the projector's own process, `child.py`)."""
         with self._lock, self._file_lock(project_id):
+            if self._exists(project_id):  # a publisher killed mid-write (kill -9) left these
+                for stale in self.repo(project_id).clear_stale_locks():
+                    log.warning("%s: removed %s, left by a killed publisher", project_id, stale)
             count = 0
             while True:
                 n = self._publish_batch(project_id)
@@ -264,7 +269,7 @@ class Projector:
             self._thread.join(timeout=30)
 
     def _loop(self) -> None:
-        yield_cpu()
+        yield_cpu(self.niceness)
         due = 0.0  # the next pass over every project (time.monotonic)
         while not self._stop.is_set():
             with self._dirty_lock:
@@ -286,11 +291,11 @@ CHECKPOINT_MIN = 1.0  # a checkpoint after a pass that published, at most this o
 NICENESS = 5  # the projector's thread gives the CPU to the request path when both want it
 
 
-def yield_cpu() -> None:
+def yield_cpu(niceness: int | None = None) -> None:
     """Lower the calling thread's scheduling priority (Linux: a thread's own nice value);
     publication lags, a completion waits. Nothing where the OS refuses."""
     with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS if niceness is None else niceness)
 
 
 def _checkpoint_statement(

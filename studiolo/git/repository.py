@@ -59,6 +59,18 @@ class GitRepo:
         self._batch: Batch | None = None
 
     # reading -----------------------------------------------------------------
+    def clear_stale_locks(self) -> list[str]:
+        """Remove the ref lock files a killed writer left (`refs/**.lock`, `packed-refs.lock`):
+        git never removes them itself, and a ref whose lock file exists cannot move. Only for a
+        caller that holds the repository's publisher lock, so that no live writer owns one."""
+        found = [*self.path.joinpath("refs").rglob("*.lock"), self.path / "packed-refs.lock"]
+        removed = []
+        for lock in found:
+            if lock.is_file() and not lock.is_symlink():
+                lock.unlink()
+                removed.append(lock.relative_to(self.path).as_posix())
+        return removed
+
     def tip(self, ref: str) -> tuple[pygit2.Oid | None, int]:
         """The commit a ref points at and the ledger version its message names (None, 0: no ref)."""
         found = self.repo.references.get(ref)

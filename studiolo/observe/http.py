@@ -9,6 +9,7 @@ never the path itself, so no caller can make a new time series.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -70,7 +71,8 @@ class Observed:
                 await self._traced(self.tracer, scope, receive, answer, request_id)
         finally:
             REQUEST_ID.reset(token)
-            self._done(scope, request_id, status, time.perf_counter() - start)
+            with contextlib.suppress(Exception):  # counting or logging never fails a request
+                self._done(scope, request_id, status, time.perf_counter() - start)
 
     async def _traced(
         self, tracer: trace.Tracer, scope: Scope, receive: Receive, send: Send, request_id: str

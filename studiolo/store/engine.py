@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import logging
 import os
 import random
 import sqlite3
@@ -122,6 +123,7 @@ _BACKOFF_BASE = 0.002
 _BACKOFF_CAP = 0.25
 
 _MAX_WIDENINGS = 3  # a write whose gate was too narrow this often takes the whole ledger
+_log = logging.getLogger("studiolo.store")
 _PG_MAX_GROUP = 16  # writes of one project committed together, at most
 
 # The first statement of a write, one round trip: the server clock, the clock guard, the
@@ -329,7 +331,7 @@ class Store:
                 if revoked:  # committed (or perhaps committed: a failed fsync): readers re-read
                     self.auth_signal.bump()
         if appended:
-            self.hooks.committed(appended)
+            _report(self.hooks.committed, appended)
         return result
 
     def _write(self, fn: Callable[[Tx], T], gate: Gate | None) -> T:
@@ -409,7 +411,7 @@ class Store:
                 self._run_job(conn, job, gate, lambda sql: raw.send(sql, {}), _DATABASE_ERRORS)
 
     def _group_committed(self, size: int, waited: float) -> None:
-        self.hooks.group_committed(size, waited)
+        _report(self.hooks.group_committed, size, waited)
 
     def _commit_group(self, jobs: list[Job[Any]]) -> Settle | None:
         """SQLite: run queued writes, each in its savepoint, in one transaction (`group.py`).
@@ -573,7 +575,7 @@ class Store:
                 if attempt >= self._max_retries or not self._retryable(exc):
                     raise
                 self.retries += 1
-                self.hooks.retried()
+                _report(self.hooks.retried)
                 time.sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))
         raise AssertionError("unreachable")
 
@@ -1100,6 +1102,15 @@ def _beside(url: str, suffix: str) -> str | None:
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
     return database + suffix
+
+
+def _report(hook: Callable[..., None], *args: Any) -> None:
+    """Tell a hook, never failing the write for it: an observer that raises (a closed log
+    stream, say) must not turn a committed write into an error, nor a group into a failed one."""
+    try:
+        hook(*args)
+    except Exception:  # the hook's own failure is the observer's to see, not the writer's
+        _log.exception("a store hook failed")
 
 
 def _noting_events(fn: Callable[[Tx], T], appended: list[Event]) -> Callable[[Tx], T]:

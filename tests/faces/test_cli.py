@@ -361,19 +361,37 @@ def test_a2a_intake_put_and_list(actors: Actors, world: World) -> None:
     assert "invalid_request" in unknown.output or "nope@9" in unknown.output
 
 
-def test_task_create_offers_every_field_of_the_request_model() -> None:
-    """The CLI sends `TaskIn`: each of its fields is a parameter of `task create`."""
+# (the command, the request model it sends, the model's fields spelled otherwise by the CLI)
+_SENDS = [
+    (("task", "create"), "TaskIn", {"criteria": "criterion"}),
+    (("task", "migrate"), "MigrateIn", {"criteria": "criterion"}),
+    (("task", "cancel"), "CancelIn", {}),
+    (("task", "reassign"), "ReassignIn", {"lease_seconds": "lease"}),
+    (("claim",), "ClaimIn", {"lease_seconds": "lease"}),
+    (("heartbeat",), "LeaseIn", {"lease_seconds": "lease"}),
+    (("handoff",), "HandoffIn", {"artifacts": "artifact", "obligations": "obligation"}),
+    (("observe",), "ObservationIn", {}),
+    (("principal", "add"), "PrincipalIn", {}),
+]
+
+
+@pytest.mark.parametrize(("path", "model", "spelled"), _SENDS, ids=[" ".join(p) for p, _, _ in _SENDS])
+def test_a_command_offers_every_field_of_the_request_it_sends(
+    path: tuple[str, ...], model: str, spelled: dict[str, str]
+) -> None:
+    """The CLI sends the wire models: each field is a parameter of the command that sends it
+    (`task create` lacked `allow_evidence_reuse`, `task migrate` `separate_verdict`)."""
     import click
     import typer.main
 
-    from studiolo.api.requests import TaskIn
+    from studiolo.api import requests as q
 
-    root = click.Context(typer.main.get_command(app), info_name="studiolo")
-    task = root.command.get_command(root, "task")  # type: ignore[attr-defined]
-    create = task.get_command(click.Context(task, info_name="task", parent=root), "create")
-    names = {p.name for p in create.params}
-    spelled = {"criteria": "criterion"}  # repeatable `--criterion ID=CHECKER@VERSION`
-    assert {spelled.get(f, f) for f in TaskIn.model_fields} <= names
+    ctx = click.Context(typer.main.get_command(app), info_name="studiolo")
+    for word in path:
+        command = ctx.command.get_command(ctx, word)  # type: ignore[attr-defined]
+        ctx = click.Context(command, info_name=word, parent=ctx)
+    names = {p.name for p in ctx.command.params}
+    assert {spelled.get(f, f) for f in getattr(q, model).model_fields} <= names
 
 
 def test_task_create_with_evidence_reuse_and_separate_verdicts(actors: Actors) -> None:
@@ -383,3 +401,7 @@ def test_task_create_with_evidence_reuse_and_separate_verdicts(actors: Actors) -
     assert (t["contract"]["allow_evidence_reuse"], plain["contract"]["allow_evidence_reuse"]) == (True, False)
     assert (t["contract"]["separate_verdict"], plain["contract"]["separate_verdict"]) == (["tests"], [])
     assert t["contract_hash"] != plain["contract_hash"]
+    moved = js(actors, "admin", "task", "migrate", plain["id"], "--separate-verdict", "tests")
+    assert moved["contract"]["separate_verdict"] == ["tests"]
+    kept = js(actors, "admin", "task", "migrate", plain["id"], "--scope", "docs/**")
+    assert (kept["contract"]["separate_verdict"], kept["contract"]["scope"]) == (["tests"], ["docs/**"])

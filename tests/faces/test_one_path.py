@@ -567,3 +567,25 @@ def test_any_body_to_any_operation_gets_the_routes_answer(world: World) -> None:
                 _call(plain, f"{path}?{query}", headers, None, op.method),
             )
             _same(a, b, f"{op.name} ?{query}")
+
+
+def test_the_first_authorization_header_is_the_token_everywhere(world: World) -> None:
+    """One parser of the bearer token: with two `Authorization` headers the first counts, on
+    the path, on FastAPI's routes and before a body is read alike."""
+    tokens = issue_tokens(world)
+    att = world.coord.claim(world.agent, world.new_task().id, 60)
+    fast, plain = _apps(world)
+    good, bad = ("authorization", f"Bearer {tokens['agent']}"), ("authorization", "Bearer stl_nope")
+
+    async def go(app: Any, method: str, path: str, headers: list[tuple[str, str]]) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://studiolo.test") as http:
+            body = b"{}" if method == "POST" else None
+            return await http.request(
+                method, path, headers=[*headers, ("content-type", "application/json")], content=body
+            )
+
+    for method, path in (("GET", "/v1/me"), ("POST", f"/v1/attempts/{att.id}/heartbeat")):
+        for headers, status in (([good, bad], 200), ([bad, good], 401)):
+            answers = [asyncio.run(go(app, method, path, headers)) for app in (fast, plain)]
+            assert [a.status_code for a in answers] == [status, status], (method, headers)

@@ -279,3 +279,44 @@ def test_a_multi_path_edit_is_all_or_none(world: World) -> None:
         w.coord.edit_artifacts(
             w.agent, w.project_id, {"README.md": (None, FileMode.REGULAR)}, {"README.md": 0}, {}
         )
+
+
+def test_an_older_published_parent_is_taken_when_its_paths_did_not_move(live: Actors, tmp_path: Path) -> None:
+    agent = live.client("agent")
+    clone = _setup(live, tmp_path)
+    task = new_task(live.client("admin"))
+    agent.claim(task.id)
+    live.world.edit("docs/elsewhere.md", b"moved on\n")  # main moves, not on the pushed paths
+    (clone / "src" / "lib.py").write_text("mine\n")
+    _commit(clone)
+    push = _git(live, "agent", clone, "push", "origin", f"HEAD:refs/for/{task.id}")
+    assert push.returncode == 0, push.stderr
+    cand = agent.task(task.id).candidates[-1]
+    assert cand.bases == {"src/lib.py": agent.revision("src/lib.py")}
+
+
+def test_concurrent_pushes_each_become_their_own_candidate(live: Actors, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = _setup(live, tmp_path)
+    second = tmp_path / "clone-agent2"
+    done = _git(
+        live, "agent2", tmp_path, "clone", "-q", f"{live.url}/git/{live.world.project_id}.git", str(second)
+    )
+    assert done.returncode == 0, done.stderr
+    tasks = {who: new_task(live.client("admin"), title=f"task of {who}") for who in ("agent", "agent2")}
+    for who, task in tasks.items():
+        live.client(who).claim(task.id)
+    for who, clone in (("agent", first), ("agent2", second)):
+        (clone / "src" / f"{who}.txt").write_text(f"{who}\n")
+        _commit(clone)
+
+    def push(who: str, clone: Path) -> subprocess.CompletedProcess[str]:
+        return _git(live, who, clone, "push", "origin", f"HEAD:refs/for/{tasks[who].id}")
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(push, ["agent", "agent2"], [first, second]))
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    for who, task in tasks.items():
+        (cand,) = live.client(who).task(task.id).candidates
+        assert cand.files == {f"src/{who}.txt": digest_bytes(f"{who}\n".encode())}

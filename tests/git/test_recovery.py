@@ -126,3 +126,21 @@ def test_a_ref_never_moves_backwards_or_sideways(world: World, tmp_path: Path) -
     with pytest.raises(RefMoved):
         repo.advance(BRANCH, parent, tip)  # stale old value: compare-and-swap fails
     assert repo.tip(BRANCH)[0] == tip
+
+
+def test_lock_files_a_killed_publisher_left_do_not_stop_the_next(world: World, tmp_path: Path) -> None:
+    """kill -9 while libgit2 holds a ref's lock leaves `<ref>.lock` behind (seen in CI: the
+    notes ref); the next publisher, holding the publisher lock, removes them and publishes."""
+    w = world
+    projector = projector_for(w, tmp_path / "git")
+    projector.run_once()
+    repo = projector.repo(w.project_id)
+    before, _ = repo.tip(BRANCH)
+    stale = [repo.path / "refs" / "heads" / "main.lock", repo.path / "refs" / "notes" / "studiolo.lock"]
+    for lock in stale:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        lock.write_text("0" * 40 + "\n")
+    w.edit("docs/after-the-crash.md", b"still published\n")
+    assert projector.run_once() == 1
+    after, _ = projector.repo(w.project_id).tip(BRANCH)
+    assert after != before and not any(lock.exists() for lock in stale)

@@ -70,6 +70,9 @@ def test_a_tour_logs_every_request_and_state_change_and_no_secret(logged: tuple[
         )
     }
     assert len({r["request_id"] for r in requests}) == len(requests)  # one id per request
+    me = [r for r in requests if r["route"] == "/v1/me"]  # a GET: the caller came from the route
+    w = actors.world
+    assert me and {r["principal"] for r in me} <= {p.id for p in (w.admin, w.agent, w.verifier)}
     kinds = {"attempt.claimed", "candidate.submitted", "receipt.recorded", "completion.accepted"}
     assert kinds <= {e["kind"] for e in events}
     by_request = {r["request_id"]: r for r in requests}

@@ -50,6 +50,9 @@ def test_workers_share_their_counts_and_a_killed_workers_still_count(tmp_path: P
         for _ in range(40):
             assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200  # a new connection each
         assert len(list(shared.glob("*.db"))) >= 2  # both workers wrote their files
+        settle = time.monotonic() + 30  # a request is counted just after its answer is sent
+        while _healthz_count(url) < before + 40 and time.monotonic() < settle:
+            time.sleep(0.05)
         counts = {_healthz_count(url) for _ in range(6)}  # whichever worker answers
         assert counts == {before + 40}
         victim = min(_children(proc.pid))

@@ -143,13 +143,23 @@ def task_migrate(
     criterion: Annotated[list[str] | None, typer.Option(help="criterion=checker@version")] = None,
     scope: Annotated[list[str] | None, typer.Option(help="path pattern (repeatable)")] = None,
     policy_version: int | None = None,
+    separate_verdict: Annotated[
+        list[str] | None,
+        typer.Option(help="the criteria whose passes must come from where the code never ran (replaces)"),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Change a task's contract explicitly (it gets a new hash)."""
+    """Change a task's contract explicitly (it gets a new hash); what is not given is kept."""
     st = state(ctx, json_out)
     criteria = dict(c.split("=", 1) for c in criterion) if criterion else None
     with st.client() as c:
-        t = c.migrate(task_id, criteria=criteria, scope=scope, policy_version=policy_version)
+        t = c.migrate(
+            task_id,
+            criteria=criteria,
+            scope=scope,
+            policy_version=policy_version,
+            separate_verdict=separate_verdict,
+        )
     emit(st, t, lambda con: con.print(f"{t.id} now has contract {t.contract_hash}"))
 
 

@@ -1,9 +1,11 @@
-"""The HTTP face: FastAPI over the one door.
+"""The HTTP face over the one door.
 
-`studiolo.faces.http.app.create_app` builds the application; `studiolo.faces.http.server`
-runs it under uvicorn. The request and response models it validates with are the wire
-package's (`studiolo.api`), shared with the Python client (`studiolo.client`). This package
-module imports nothing heavy on purpose.
+`studiolo.api.operations` describes every operation; `studiolo.faces.http.app.create_app`
+builds the application, whose operations take one path (`path.py`: one worker call each)
+while FastAPI renders the OpenAPI document and serves the mounted faces;
+`studiolo.faces.http.server` runs it under uvicorn. The request and response models it
+validates with are the wire package's (`studiolo.api`), shared with the Python client
+(`studiolo.client`). This package module imports nothing heavy on purpose.
 """
 
 __all__: list[str] = []

@@ -21,7 +21,16 @@ from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
-__all__ = ["PRINCIPAL_KEY", "AuthenticateFirst", "BearerToken", "Caller", "Door", "MetricsDep", "SettingsDep"]
+__all__ = [
+    "PRINCIPAL_KEY",
+    "AuthenticateFirst",
+    "BearerToken",
+    "Caller",
+    "Door",
+    "MetricsDep",
+    "SettingsDep",
+    "bearer_token",
+]
 
 _PRINCIPAL = PRINCIPAL_KEY = "studiolo_principal"  # where AuthenticateFirst leaves the caller
 _BEARER = HTTPBearerModel(description="a Studiolo token: `Authorization: Bearer stl_…`")
@@ -58,10 +67,8 @@ class _BearerScheme(SecurityBase):
 
     @staticmethod
     def token(request: Request) -> str:
-        authorization = request.headers.get("Authorization")
-        scheme, _, param = (authorization or "").partition(" ")
-        token = param.strip()
-        if not (authorization and scheme and token) or scheme.lower() != "bearer":
+        token = bearer_token(request.scope)
+        if token is None:
             raise Unauthenticated("a bearer token is required")
         return token
 
@@ -81,6 +88,7 @@ class _CallerScheme(_BearerScheme):
         principal = door.authenticate_cached(token)
         if principal is None:
             principal = await run_in_threadpool(door.authenticate, token)
+        request.scope.setdefault("state", {})[_PRINCIPAL] = principal  # for the request's log line
         return principal
 
 
@@ -103,7 +111,7 @@ class AuthenticateFirst:
         if scope["type"] != "http" or not scope["path"].startswith(self.prefix) or not _has_body(scope):
             await self.app(scope, receive, send)
             return
-        token = _bearer_token(scope)
+        token = bearer_token(scope)
         try:
             principal = self.door.authenticate_cached(token)
             if principal is None:
@@ -121,7 +129,11 @@ def _has_body(scope: Scope) -> bool:
     return headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
 
 
-def _bearer_token(scope: Scope) -> str | None:
-    value = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-    scheme, _, token = value.partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
+def bearer_token(scope: Scope) -> str | None:
+    """The request's bearer token: its first `Authorization` header, scheme `Bearer` in any
+    case, the token stripped; None without one. The one parser of the HTTP face."""
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() or None if scheme.lower() == "bearer" else None
+    return None

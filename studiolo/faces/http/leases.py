@@ -17,6 +17,7 @@ waits at most one window plus one batch's write.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 import time
@@ -114,7 +115,8 @@ class LeaseLane:
                     break
             self._next = time.monotonic() + self._window
             if self._observed is not None:
-                self._observed(len(batch), time.perf_counter() - first.queued)
+                with contextlib.suppress(Exception):  # the metrics never stop the lane
+                    self._observed(len(batch), time.perf_counter() - first.queued)
             answers = self._answer(batch)
             for loop in {item.loop for item in batch}:
                 try:

@@ -40,7 +40,7 @@ from studiolo._exceptions import InvalidRequest, PayloadTooLarge, StudioloError,
 from studiolo.api.operations import OPERATIONS, Operation
 from studiolo.api.requests import invalid_request
 from studiolo.core.model import Principal
-from studiolo.faces.http.deps import PRINCIPAL_KEY
+from studiolo.faces.http.deps import PRINCIPAL_KEY, bearer_token
 from studiolo.faces.http.leases import LeaseLane
 from studiolo.faces.http.problems import error_response, unexpected_response
 from studiolo.observe.http import ROUTE_KEY
@@ -64,6 +64,7 @@ class _Served:
     body: type[BaseModel] | None
     query: type[BaseModel] | None
     output: TypeAdapter[Any] | None
+    model: Any  # the response model (`list[M]` for a list)
     cap: int
 
 
@@ -88,6 +89,7 @@ def served(routes: Iterable[APIRoute], settings: Settings) -> list[_Served]:
                 op.request_model(),
                 _query_model(op, query),
                 None if op.response_model() is None else TypeAdapter(op.response_model()),
+                op.response_model(),
                 int(min(getattr(settings, op.cap), settings.max_request_bytes)),
             )
         )
@@ -158,7 +160,7 @@ class OperationPath:
         headers = dict(scope["headers"])
         caller: Principal | None = None
         if one.op.auth == "bearer":
-            token = _bearer(headers)
+            token = bearer_token(scope)
             caller = self.door.authenticate_cached(token) if token else None
             if caller is None:
                 caller = await run_in_threadpool(self._authenticate, token)
@@ -192,9 +194,7 @@ class OperationPath:
                 kwargs["body"] = _parse_body(one, headers, body)
             if one.query is not None:
                 kwargs.update(_parse_query(one.query, query))
-            given = Response()  # what the route sets: a status (a replay's 200), headers
-            given.status_code = None  # type: ignore[assignment]
-            del given.headers["content-length"]
+            given = _given() if "response" in one.names else None
             injected = {
                 "caller": caller,
                 "door": self.door,
@@ -210,14 +210,26 @@ class OperationPath:
             return unexpected_response(exc)
 
 
-def _render(one: _Served, value: Any, given: Response) -> Response:
+def _given() -> Response:
+    """What a route may set (FastAPI's `Response` parameter): a status (a replay's 200), headers."""
+    given = Response()
+    given.status_code = None  # type: ignore[assignment]
+    del given.headers["content-length"]
+    return given
+
+
+def _render(one: _Served, value: Any, given: Response | None) -> Response:
     if isinstance(value, Response):
         return value
     assert one.output is not None, one.op.name
-    content = one.output.dump_json(one.output.validate_python(value, from_attributes=True), by_alias=True)
-    status = given.status_code or one.op.status
+    if type(value) is one.model:  # the route built the response model itself: dump it as is
+        content = value.model_dump_json(by_alias=True).encode()
+    else:
+        content = one.output.dump_json(one.output.validate_python(value, from_attributes=True), by_alias=True)
+    status = (given.status_code if given is not None else None) or one.op.status
     response = Response(content, status_code=status, media_type="application/json")
-    response.headers.raw.extend(given.headers.raw)
+    if given is not None:
+        response.headers.raw.extend(given.headers.raw)
     return response
 
 
@@ -306,8 +318,3 @@ def _route_path(scope: Scope) -> str:
     if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
         return path[len(root) :]
     return path
-
-
-def _bearer(headers: dict[bytes, bytes]) -> str | None:
-    scheme, _, token = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
