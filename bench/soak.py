@@ -16,8 +16,8 @@ system's server), and `--pg-restarts` times during the run it restarts that serv
 (`pg_ctl restart -m immediate`: a crash, then recovery) and times until every replica
 answers again. `--sqlite` runs on one SQLite file instead (replicas share it; kills only).
 
-Afterwards the independent checker (tests/scale/checker.py: it reads the ledger's rows and
-the answers the clients logged, and imports nothing from `studiolo`) shows: every
+Afterwards the independent checker (bench/soakcheck.py, over tests/scale/checker.py: it reads
+the ledger's rows and the answers the clients logged in JSONL, and never calls the door) shows: every
 completion a client was told was accepted is in the ledger, once, with the answer it got;
 no request id was accepted twice; every accepted completion's predicates held at its
 commit point (replayed from the audit log); every chain recomputes; fences strictly
@@ -50,8 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # would shadow it. Import from the repository root instead.
 sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench")]
 
+from bench import soakcheck  # noqa: E402
 from studiolo.faces.http.server import free_port  # noqa: E402
-from tests.scale.checker import check_run, load_rows  # noqa: E402
 from tests.scale.cluster import Cluster, seed_project  # noqa: E402
 from tests.scale.load import LoadPlan, run_load  # noqa: E402
 
@@ -225,7 +225,11 @@ def soak(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             answers, stats = run_load(seed, plan, root)
             elapsed = time.monotonic() - began
             faults.stop()
-        found = check_run(load_rows(url), answers)
+        found = soakcheck.check(url, root)  # the ledger's tables and the clients' JSONL logs
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            for log in root.glob("*.jsonl"):
+                shutil.copy(log, args.keep / log.name)
     return report(args, found, answers, stats, faults, elapsed)
 
 
@@ -283,6 +287,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--pg-restarts", type=int, default=3)
     parser.add_argument("--sqlite", action="store_true", help="one SQLite file instead of PostgreSQL")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="copy the clients' answer logs (JSONL) here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="studiolo-soak-") as tmp:
         root = Path(tmp)
