@@ -7,7 +7,7 @@ Every command is registered by name in `COMMANDS` and imported only when it runs
 
 Configuration: flags > environment (`STUDIOLO_URL`, `STUDIOLO_TOKEN`, `STUDIOLO_PROJECT`) >
 a TOML config file (`STUDIOLO_CONFIG`, default ~/.config/studiolo/config.toml), read only
-through `studiolo.settings.ClientSettings`. Exit codes are documented in `_state`.
+through `studiolo.client_settings.ClientSettings`. Exit codes are documented in `_state`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Annotated
 
 import typer
 
+from studiolo.client_settings import ClientSettings
 from studiolo.faces.cli._lazy import Lazy
 from studiolo.faces.cli._state import CliState, RootGroup
-from studiolo.settings import ClientSettings
 
 __all__ = ["COMMANDS", "CliState", "app", "build_app", "main"]
 

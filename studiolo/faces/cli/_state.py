@@ -21,9 +21,9 @@ import typer
 from typer import _click
 
 from studiolo._exceptions import InvalidRequest, StudioloError
+from studiolo.client_settings import ClientSettings
 from studiolo.faces.cli._lazy import LazyGroup
 from studiolo.faces.cli._output import Printer, Rows, escape_markup, printer
-from studiolo.settings import ClientSettings
 
 if TYPE_CHECKING:  # imported where used, so that `studiolo --help` loads none of them
     import httpx
