@@ -25,12 +25,17 @@ from studiolo.git.history import merge_file
 LIVE_MCP_AGENT_VERSION = "studiolo-eval-live-mcp-agent/1"
 
 
+CLAIM_TRIES = 60  # 30 s of refusals: longer than the authority's revoke-to-regrant window
+
+
 def _bytes(value: str | None) -> bytes | None:
     return None if value is None else base64.b64decode(value)
 
 
 async def _do(client: Client, task: dict[str, Any], lease: float, log: list[dict[str, Any]]) -> None:
-    for _try in range(5):  # a claim refused now (the other agent holds it) may succeed later
+    # a claim refused now may succeed later: the other agent holds the task, or the authority
+    # revoked this agent's grant and re-grants it seconds later (a scheduled fault)
+    for _try in range(CLAIM_TRIES):
         claimed = await client.call_tool("claim_task", {"task_id": task["task_id"], "lease_seconds": lease})
         if not claimed.is_error and claimed.structured_content is not None:
             break
@@ -56,9 +61,10 @@ async def _do(client: Client, task: dict[str, Any], lease: float, log: list[dict
         cand = await client.call_tool(
             "submit_candidate", {"attempt_id": attempt, "files": files, "bases": bases}
         )
-        if cand.is_error or cand.structured_content is None:
+        if cand.is_error or cand.structured_content is None:  # e.g. while the grant is revoked
             print("candidate refused:", cand.content, file=sys.stderr)
-            return
+            time.sleep(1.5)
+            continue
         cid = cand.structured_content["id"]
         for _ in range(200):
             got = await client.call_tool("get_receipts", {"candidate_id": cid})

@@ -13,8 +13,7 @@ from studiolo.eval.oracle import label_decisions
 from studiolo.eval.proxy import Faults
 
 STANDIN = f"{sys.executable} -m studiolo.eval.live_mcp_agent"  # a user's agent: only the MCP config
-# deadline_s is a guard against a hung run, not a timing claim: a loaded machine (load 12 in
-# CI, beside the verifier's sandboxed suites) needed more than 120 s for three tasks
+# deadline_s is a guard against a hung run, not a timing claim
 
 
 @pytest.mark.slow
