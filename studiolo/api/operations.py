@@ -8,7 +8,7 @@ the common ones, and a summary. From it:
 
 - the HTTP face registers each route (`faces/http/operation.py`: method, path, status,
   summary, tag, response model, operation id) and caps each body (`faces/http/limits.py`);
-- the OpenAPI document is FastAPI's rendering of those routes, so it reads the table too;
+- the OpenAPI document is generated from it (`faces/http/openapi.py`);
 - the Python client finds each method's verb and URL here (`Client._at`);
 - docs/api.md's table of operations is rendered from it (`render_table`; a test compares).
 
@@ -34,8 +34,8 @@ class Operation:
     A plain class, not a dataclass: the client imports this table on every CLI call, and a
     dataclass costs that call a few milliseconds to build."""
 
-    __slots__ = ("auth", "body", "cap", "errors", "method", "name", "path", "query", "request",
-                 "response", "status", "summary", "tag")  # fmt: skip
+    __slots__ = ("also", "auth", "body", "cap", "errors", "headers", "method", "name", "path", "query",
+                 "request", "response", "status", "summary", "tag")  # fmt: skip
 
     def __init__(
         self,
@@ -52,10 +52,13 @@ class Operation:
         cap: str = "max_json_bytes",  # the `Settings` field that caps the body
         query: tuple[str, ...] = (),  # query parameters (their bounds: the route's signature)
         errors: tuple[int, ...] = (),  # statuses beyond 400/401/403/404/413/422
+        also: tuple[int, ...] = (),  # other success statuses, same body (a replay's 200)
+        headers: tuple[str, ...] = (),  # response headers (described in `faces/http/openapi.py`)
     ) -> None:
         self.name, self.method, self.path, self.tag, self.summary = name, method, path, tag, summary
         self.response, self.request, self.body, self.status = response, request, body, status
         self.auth, self.cap, self.query, self.errors = auth, cap, query, errors
+        self.also, self.headers = also, headers
 
     def __repr__(self) -> str:
         return f"Operation({self.name!r}, {self.method} {self.path})"
@@ -214,7 +217,8 @@ OPERATIONS: dict[str, Operation] = _ops(
     # completion
     _op("send_completion", "POST", "/v1/tasks/{task_id}/complete", "completion", "CompletionOut",
         "Ask for the task to be recorded as completed (201; 200 on an idempotent replay)",
-        request="CompleteIn", status=201, cap="max_completion_bytes", errors=(409,)),
+        request="CompleteIn", status=201, cap="max_completion_bytes", errors=(409,), also=(200,),
+        headers=("Idempotent-Replay",)),
     # events
     _op("events", "GET", f"{_P}/events", "events", "list[EventOut]",
         "A page of the project's audit events", query=("after", "limit")),

@@ -5,6 +5,8 @@ caps are its caps, the client sends what it says, and docs/api.md shows it."""
 from __future__ import annotations
 
 import inspect
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from studiolo.api.operations import OPERATIONS, Operation, render_table
 from studiolo.client import Client
 from studiolo.faces.http.app import create_app
 from studiolo.faces.http.limits import BodyCaps
+from studiolo.faces.http.openapi import openapi_document
 from studiolo.faces.http.routes import ROUTERS
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
@@ -40,6 +43,15 @@ def test_the_app_serves_exactly_the_table(app: Any) -> None:
     assert set(_routes()) == table
     documented = {(m.upper(), p) for p, ops in app.openapi()["paths"].items() for m in ops}
     assert {(m, p.replace("{path}", "{path:path}")) for m, p in documented} == table
+
+
+def test_the_app_serves_the_document_generated_from_the_table(app: Any) -> None:
+    doc = openapi_document()
+    assert app.openapi() is doc
+    refs = re.findall(r'"\$ref": "#/components/schemas/(\w+)"', json.dumps(doc))
+    assert refs and set(refs) <= set(doc["components"]["schemas"])  # every reference resolves
+    replay = doc["paths"]["/v1/tasks/{task_id}/complete"]["post"]["responses"]
+    assert "Idempotent-Replay" in replay["200"]["headers"] and "Idempotent-Replay" in replay["201"]["headers"]
 
 
 @pytest.mark.parametrize("op", OPERATIONS.values(), ids=list(OPERATIONS))

@@ -35,6 +35,7 @@ from studiolo.faces.a2a.admin import admin_routes
 from studiolo.faces.a2a.card import build_card, sign_card
 from studiolo.faces.a2a.executor import TERMINAL, LedgerExecutor
 from studiolo.faces.a2a.ledger import LedgerTaskStore, PrincipalUser, Renderer
+from studiolo.faces.bearer import bearer_token
 from studiolo.service import Coordinator
 
 __all__ = ["mount_a2a"]
@@ -151,16 +152,15 @@ class _BearerGate:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        scheme, _, token = header.partition(" ")
+        token = bearer_token(scope)
         try:
-            if scheme.lower() != "bearer" or not token:
+            if token is None:
                 raise LookupError
-            scope[_PRINCIPAL] = await run_in_threadpool(self._door.authenticate, token.strip())
+            scope[_PRINCIPAL] = await run_in_threadpool(self._door.authenticate, token)
         except (LookupError, StudioloError):
             await _unauthenticated(scope, receive, send)
             return
-        await self._while_valid(token.strip(), scope, receive, send)
+        await self._while_valid(token, scope, receive, send)
 
     async def _while_valid(self, token: str, scope: Scope, receive: Receive, send: Send) -> None:
         started = ended = revoked = False

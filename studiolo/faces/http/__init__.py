@@ -2,7 +2,7 @@
 
 `studiolo.api.operations` describes every operation; `studiolo.faces.http.app.create_app`
 builds the application, whose operations take one path (`path.py`: one worker call each)
-while FastAPI renders the OpenAPI document and serves the mounted faces;
+and whose OpenAPI document is generated from the table (`openapi.py`);
 `studiolo.faces.http.server` runs it under uvicorn. The request and response models it
 validates with are the wire package's (`studiolo.api`), shared with the Python client
 (`studiolo.client`). This package module imports nothing heavy on purpose.

@@ -13,7 +13,7 @@ from studiolo.faces.a2a import mount_a2a
 from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
 from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
-from studiolo.faces.http.openapi import install_openapi
+from studiolo.faces.http.openapi import openapi_document
 from studiolo.faces.http.path import OperationPath, served
 from studiolo.faces.http.problems import install_handlers
 from studiolo.faces.http.routes import ROUTERS
@@ -61,7 +61,7 @@ def create_app(
     if settings.a2a_requester:
         mount_requester(app, background, settings)  # delegations to remote A2A agents
     install_handlers(app)
-    install_openapi(app)
+    app.openapi = openapi_document  # type: ignore[method-assign]
     # outermost last: observed (ids, metrics, logs) → requests in flight → the operations' one
     # path; what it does not serve (mounts, raw bodies, streams) → the caller → the body's
     # size → FastAPI

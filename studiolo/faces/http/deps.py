@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studiolo._exceptions import StudioloError, Unauthenticated
 from studiolo.core.model import Principal
+from studiolo.faces.bearer import bearer_token
 from studiolo.faces.http.problems import problem_response
 from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator
@@ -29,7 +30,6 @@ __all__ = [
     "Door",
     "MetricsDep",
     "SettingsDep",
-    "bearer_token",
 ]
 
 _PRINCIPAL = PRINCIPAL_KEY = "studiolo_principal"  # where AuthenticateFirst leaves the caller
@@ -127,13 +127,3 @@ class AuthenticateFirst:
 def _has_body(scope: Scope) -> bool:
     headers = dict(scope["headers"])
     return headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
-
-
-def bearer_token(scope: Scope) -> str | None:
-    """The request's bearer token: its first `Authorization` header, scheme `Bearer` in any
-    case, the token stripped; None without one. The one parser of the HTTP face."""
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() or None if scheme.lower() == "bearer" else None
-    return None

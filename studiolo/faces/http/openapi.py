@@ -1,16 +1,25 @@
-"""The OpenAPI document: every error response is the one problem+json shape."""
+"""The OpenAPI document, generated from the operation table (`api/operations.py`): each row's
+method, path, summary, tag, request, response, status, auth and errors; the query and header
+parameters are those the row's function declares (the models `faces/http/path.py` validates
+them with). Every error response is the one problem+json shape."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Any
 
-from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel, TypeAdapter
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from studiolo.api.operations import OPERATIONS
+from studiolo import __version__
+from studiolo.api.operations import OPERATIONS, Operation
+from studiolo.faces.http.operation import FUNCTIONS
 from studiolo.faces.http.problems import PROBLEM_MEDIA_TYPE, Problem
 
-__all__ = ["install_openapi"]
+__all__ = ["openapi_document"]
 
 _ERRORS = {
     "400": "invalid request (`invalid_request`, `invalid_path`, `blob_missing`, ...)",
@@ -25,6 +34,19 @@ _ERRORS = {
 }
 _TOO_MANY_STREAMS = "the caller already holds its maximum of open event streams (`too_many_streams`)"
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
+_HEADERS: dict[str, dict[str, Any]] = {  # the response headers a row may name (`Operation.headers`)
+    "Idempotent-Replay": {
+        "description": "`true` when an identical request id was seen before and nothing was written",
+        "schema": {"type": "string", "enum": ["true", "false"]},
+    },
+}
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+_BEARER = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "a Studiolo token: `Authorization: Bearer stl_…`",
+}
+_REF = "#/components/schemas/{model}"
 _DESCRIPTION = """\
 The HTTP face of Studiolo's completion ledger. Authenticate with `Authorization: Bearer <token>`;
 the caller is always derived from the token. Every error is RFC 9457 `application/problem+json`
@@ -33,33 +55,118 @@ See docs/api.md.
 """
 
 
-def install_openapi(app: FastAPI) -> None:
-    def build() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            app.openapi_schema = _document(app)
-        return app.openapi_schema
+@functools.cache
+def openapi_document() -> dict[str, Any]:
+    """The document of every row of the table (built once; the rows' functions registered)."""
+    _, defs = models_json_schema(_models(), ref_template=_REF)
+    schemas = dict(sorted(defs.get("$defs", {}).items()))
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS.values():
+        paths.setdefault(op.template, {})[op.method.lower()] = _operation(op, FUNCTIONS[op.name])
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Studiolo", "version": __version__, "description": _DESCRIPTION},
+        "paths": paths,
+        "components": {"schemas": schemas, "securitySchemes": {"HTTPBearer": _BEARER}},
+    }
 
-    app.openapi = build  # type: ignore[method-assign]
+
+def _models() -> list[tuple[type[BaseModel], JsonSchemaMode]]:
+    """Request models as they validate, response models as they serialize (as FastAPI had it)."""
+    found: dict[tuple[str, JsonSchemaMode], type[BaseModel]] = {("Problem", "serialization"): Problem}
+    for op in OPERATIONS.values():
+        for model, mode in ((op.request_model(), "validation"), (op.response_model(), "serialization")):
+            inner = getattr(model, "__args__", (model,))[0]
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                found[inner.__name__, mode] = inner  # type: ignore[index]
+    return [(model, mode) for (_, mode), model in found.items()]
 
 
-def _document(app: FastAPI) -> dict[str, Any]:
-    doc = get_openapi(title=app.title, version=app.version, description=_DESCRIPTION, routes=app.routes)
-    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
-    schemas.pop("HTTPValidationError", None)
-    schemas.pop("ValidationError", None)
-    schemas["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
-    ref = {"$ref": "#/components/schemas/Problem"}
-    for operations in doc["paths"].values():
-        for op in operations.values():
-            responses = op.setdefault("responses", {})
-            for code, text in _ERRORS.items():
-                responses[code] = _problem(text, ref)
-            responses["503"]["headers"] = _RETRY_AFTER
-            row = OPERATIONS.get(op.get("operationId", ""))
-            if row is not None and 429 in row.errors:  # the table's own errors (the event stream's)
-                responses["429"] = {**_problem(_TOO_MANY_STREAMS, ref), "headers": _RETRY_AFTER}
+def _operation(op: Operation, fn: Callable[..., Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = {"tags": [op.tag], "summary": op.summary, "operationId": op.name}
+    params = [_param(name, "path", {"type": "string", "title": _title(name)}, True) for name in op.params]
+    params += _declared(op, fn)
+    if params:
+        doc["parameters"] = params
+    body = _request_body(op)
+    if body is not None:
+        doc["requestBody"] = body
+    doc["responses"] = _responses(op)
+    if op.auth == "bearer":
+        doc["security"] = [{"HTTPBearer": []}]
     return doc
+
+
+def _declared(op: Operation, fn: Callable[..., Any]) -> list[dict[str, Any]]:
+    """The query parameters (`op.query`) and headers the function declares, as pydantic fields."""
+    found = []
+    for name, param in inspect.signature(fn, eval_str=True).parameters.items():
+        field = next(
+            (m for m in getattr(param.annotation, "__metadata__", ()) if isinstance(m, FieldInfo)), None
+        )
+        if field is None or name in op.params:
+            continue
+        schema = TypeAdapter(param.annotation).json_schema(ref_template=_REF)
+        schema["title"] = _title(name)
+        required = param.default is inspect.Parameter.empty
+        if not required and param.default is not None:
+            schema["default"] = param.default
+        where = "query" if name in op.query else "header"
+        found.append(_param(name if where == "query" else name.replace("_", "-"), where, schema, required))
+        if field.description:
+            found[-1]["description"] = field.description
+    return found
+
+
+def _param(name: str, where: str, schema: dict[str, Any], required: bool) -> dict[str, Any]:
+    return {"name": name, "in": where, "required": required, "schema": schema}
+
+
+def _request_body(op: Operation) -> dict[str, Any] | None:
+    if op.body == "bytes":
+        return {"required": True, "content": {"application/octet-stream": _BINARY}}
+    if op.request is None:
+        return None
+    schema: dict[str, Any] = {"$ref": _REF.format(model=op.request)}
+    if op.body == "optional":
+        return {
+            "content": {
+                "application/json": {"schema": {"anyOf": [schema, {"type": "null"}], "title": "Body"}}
+            }
+        }
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _responses(op: Operation) -> dict[str, Any]:
+    content: dict[str, Any]
+    if op.response == "application/octet-stream":
+        content = {op.response: _BINARY}
+    elif "/" in op.response:
+        content = {op.response: {"schema": {"type": "string"}}}
+    elif op.response == "dict":
+        content = {"application/json": {"schema": {"type": "object", "additionalProperties": True}}}
+    else:
+        inner = op.response.removeprefix("list[").removesuffix("]")
+        schema: dict[str, Any] = {"$ref": _REF.format(model=inner)}
+        if op.response.startswith("list["):
+            schema = {"type": "array", "items": schema}
+        content = {"application/json": {"schema": schema}}
+    success: dict[str, Any] = {"description": "Successful Response", "content": content}
+    if op.headers:
+        success["headers"] = {name: _HEADERS[name] for name in op.headers}
+    responses = {str(status): success for status in (op.status, *op.also)}
+    ref = {"$ref": _REF.format(model="Problem")}
+    for code, text in _ERRORS.items():
+        responses[code] = _problem(text, ref)
+    responses["503"]["headers"] = _RETRY_AFTER
+    if 429 in op.errors:  # the table's own errors (the event stream's)
+        responses["429"] = {**_problem(_TOO_MANY_STREAMS, ref), "headers": _RETRY_AFTER}
+    return responses
 
 
 def _problem(text: str, ref: dict[str, str]) -> dict[str, Any]:
     return {"description": text, "content": {PROBLEM_MEDIA_TYPE: {"schema": ref}}}
+
+
+def _title(name: str) -> str:
+    return name.replace("_", " ").title()

@@ -14,9 +14,10 @@ from fastapi import APIRouter
 
 from studiolo.api.operations import OPERATIONS
 
-__all__ = ["operation"]
+__all__ = ["FUNCTIONS", "operation"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+FUNCTIONS: dict[str, Callable[..., Any]] = {}  # each row's route function, by operation name
 
 
 def operation(router: APIRouter, name: str, **extra: Any) -> Callable[[F], F]:
@@ -35,6 +36,7 @@ def operation(router: APIRouter, name: str, **extra: Any) -> Callable[[F], F]:
             response_model=op.response_model(),
             **extra,
         )
+        FUNCTIONS[name] = fn
         return fn
 
     return register

@@ -40,7 +40,8 @@ from studiolo._exceptions import InvalidRequest, PayloadTooLarge, StudioloError,
 from studiolo.api.operations import OPERATIONS, Operation
 from studiolo.api.requests import invalid_request
 from studiolo.core.model import Principal
-from studiolo.faces.http.deps import PRINCIPAL_KEY, bearer_token
+from studiolo.faces.bearer import bearer_token
+from studiolo.faces.http.deps import PRINCIPAL_KEY
 from studiolo.faces.http.leases import LeaseLane
 from studiolo.faces.http.problems import error_response, unexpected_response
 from studiolo.observe.http import ROUTE_KEY

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from fastapi import APIRouter, Response
 
@@ -18,22 +17,8 @@ __all__ = ["router"]
 
 router = APIRouter()
 
-_REPLAY_HEADER: dict[str, Any] = {
-    "Idempotent-Replay": {
-        "description": "`true` when an identical request id was seen before and nothing was written",
-        "schema": {"type": "string", "enum": ["true", "false"]},
-    }
-}
 
-
-@operation(
-    router,
-    "send_completion",
-    responses={
-        201: {"description": "accepted and committed", "headers": _REPLAY_HEADER},
-        200: {"model": s.CompletionOut, "description": "an idempotent replay", "headers": _REPLAY_HEADER},
-    },
-)
+@operation(router, "send_completion")
 def complete(
     task_id: str, body: CompleteIn, response: Response, caller: Caller, door: Door, metrics: MetricsDep
 ) -> s.CompletionOut:

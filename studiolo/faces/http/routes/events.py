@@ -42,12 +42,7 @@ def list_events(
     return [s.EventOut.model_validate(e) for e in door.events(caller, project_id, after, limit)]
 
 
-@operation(
-    router,
-    "stream_events",
-    response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
-)
+@operation(router, "stream_events")
 async def stream_events(
     project_id: str,
     request: Request,

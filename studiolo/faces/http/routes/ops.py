@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import PlainTextResponse, Response
+from fastapi.responses import Response
 
 from studiolo import __version__
 from studiolo.api import responses as s
@@ -24,12 +24,7 @@ def healthz(door: Door) -> s.HealthOut:
     return s.HealthOut(status="ok", version=__version__)
 
 
-@operation(
-    router,
-    "metrics",
-    response_class=PlainTextResponse,
-    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
-)
+@operation(router, "metrics")
 def metrics(metrics: MetricsDep) -> Response:
     return Response(metrics.render(), media_type=CONTENT_TYPE)
 
