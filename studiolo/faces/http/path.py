@@ -13,9 +13,10 @@ models, calls the route's function (the door, and how its answer is rendered), a
 serializes the response; heartbeats go to `LeaseLane` instead, which writes those queued
 together in one transaction.
 
-Operations whose function needs the request itself (`async def` routes: a raw body, a
-stream, the app's state) go on to the FastAPI app; so do a path's other methods (405).
-The FastAPI app keeps every route registered: it renders the OpenAPI document from them.
+An `async def` function (a raw body, a stream, a remote call on the event loop) is awaited
+on the event loop instead, handed the request (its body already read) and the token. A path
+of the table asked with another method is answered 405 here. What is not the table's (the
+mounted faces, a 404, a slash to redirect) goes on to the app.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo._exceptions import InvalidRequest, PayloadTooLarge, StudioloError, Unauthenticated
 from studiolo.api.operations import OPERATIONS, Operation
@@ -43,7 +45,7 @@ from studiolo.core.model import Principal
 from studiolo.faces.bearer import bearer_token
 from studiolo.faces.http.deps import PRINCIPAL_KEY
 from studiolo.faces.http.leases import LeaseLane
-from studiolo.faces.http.problems import error_response, unexpected_response
+from studiolo.faces.http.problems import error_response, problem_response, unexpected_response
 from studiolo.observe.http import ROUTE_KEY
 from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator
@@ -51,7 +53,7 @@ from studiolo.settings import Settings
 
 __all__ = ["OperationPath", "served"]
 
-_INJECTED = {"caller", "door", "metrics", "settings", "response"}
+_INJECTED = {"caller", "door", "metrics", "settings", "response", "request", "token"}
 
 
 @dataclass(frozen=True)
@@ -64,23 +66,28 @@ class _Served:
     names: frozenset[str]  # the function's parameters
     body: type[BaseModel] | None
     query: type[BaseModel] | None
+    header: type[BaseModel] | None  # header parameters (`last_event_id`: `Last-Event-Id`)
+    awaited: bool  # an `async def`: awaited on the event loop, not called in the threadpool
     output: TypeAdapter[Any] | None
     model: Any  # the response model (`list[M]` for a list)
     cap: int
 
 
 def served(routes: Iterable[APIRoute], settings: Settings) -> list[_Served]:
-    """The table's operations whose route function is a plain `def` over values only."""
+    """The table's operations, in the order of the app's routes (the first path that matches
+    names the methods of a 405)."""
     found = []
     for route in routes:
         op = OPERATIONS.get(route.operation_id or "")
-        if op is None or inspect.iscoroutinefunction(route.endpoint):
+        if op is None:
             continue
         params = inspect.signature(route.endpoint, eval_str=True).parameters
         known = _INJECTED | set(op.params) | {"body"}
-        query = {n: p for n, p in params.items() if n not in known}
-        if any(not isinstance(_field(p), FieldInfo) for p in query.values()):
-            continue  # a parameter this path cannot fill (`Request`, ...): FastAPI serves it
+        declared = {n: p for n, p in params.items() if n not in known}
+        unknown = [n for n, p in declared.items() if not isinstance(_field(p), FieldInfo)]
+        assert not unknown, f"{op.name}: the path cannot fill {unknown}"
+        query = {n: p for n, p in declared.items() if n in op.query}
+        header = {n: p for n, p in declared.items() if n not in op.query}
         found.append(
             _Served(
                 op,
@@ -89,6 +96,8 @@ def served(routes: Iterable[APIRoute], settings: Settings) -> list[_Served]:
                 frozenset(params),
                 op.request_model(),
                 _query_model(op, query),
+                _query_model(op, header),
+                inspect.iscoroutinefunction(route.endpoint),
                 None if op.response_model() is None else TypeAdapter(op.response_model()),
                 op.response_model(),
                 int(min(getattr(settings, op.cap), settings.max_request_bytes)),
@@ -129,6 +138,7 @@ class OperationPath:
         self.lane = LeaseLane(door, window=settings.heartbeat_window_seconds, observed=metrics.heartbeats)
         self._index: dict[tuple[str, int, str], list[_Served]] = {}
         self._rest: list[_Served] = []  # `{path:path}` operations: any number of segments
+        self._all = list(ops)
         for one in ops:
             if ":path}" in one.op.path:
                 self._rest.append(one)
@@ -143,12 +153,17 @@ class OperationPath:
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        found = self._find(scope["method"], _route_path(scope)) if scope["type"] == "http" else None
-        if found is None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        path = _route_path(scope)
+        found = self._find(scope["method"], path)
+        if found is None:
+            await self._not_found(path, scope, receive, send)
             return
         one, values = found
         scope[ROUTE_KEY] = one.op.template  # what the metrics, logs and spans name it
+        response: Response
         try:
             response = await self._answer(one, values, scope, receive)
         except StudioloError as exc:
@@ -157,11 +172,23 @@ class OperationPath:
             response = unexpected_response(exc)
         await response(scope, receive, send)
 
+    async def _not_found(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """405 for a path of the table asked with another method; anything else: the app's."""
+        other = next((one for one in self._all if one.pattern.fullmatch(path)), None)
+        if other is None:
+            await self.app(scope, receive, send)
+            return
+        scope[ROUTE_KEY] = other.op.template
+        allow = {"Allow": other.op.method}  # as Starlette answers: the first match's methods
+        await problem_response(405, "method_not_allowed", "Method Not Allowed", headers=allow)(
+            scope, receive, send
+        )
+
     async def _answer(self, one: _Served, values: dict[str, str], scope: Scope, receive: Receive) -> Response:
         headers = dict(scope["headers"])
         caller: Principal | None = None
+        token = bearer_token(scope)
         if one.op.auth == "bearer":
-            token = bearer_token(scope)
             caller = self.door.authenticate_cached(token) if token else None
             if caller is None:
                 caller = await run_in_threadpool(self._authenticate, token)
@@ -172,6 +199,13 @@ class OperationPath:
             lease = parsed.lease_seconds if parsed is not None else None  # type: ignore[attr-defined]
             return await self.lane.beat(caller, "", values["attempt_id"], lease)
         query = scope.get("query_string", b"")
+        if one.awaited:
+            kwargs = self._arguments(one, values, caller, headers, body, query, None)
+            if "request" in one.names:
+                kwargs["request"] = Request(scope, _replay(body))
+            if "token" in one.names:
+                kwargs["token"] = token
+            return _render(one, await one.call(**kwargs), None)
         return await run_in_threadpool(self._work, one, values, caller, headers, body, query)
 
     def _authenticate(self, token: str | None) -> Principal:
@@ -190,25 +224,51 @@ class OperationPath:
     ) -> Response:
         """Parse, call the door through the route's function, render: one worker call."""
         try:
-            kwargs: dict[str, Any] = dict(values)
-            if one.body is not None:
-                kwargs["body"] = _parse_body(one, headers, body)
-            if one.query is not None:
-                kwargs.update(_parse_query(one.query, query))
             given = _given() if "response" in one.names else None
-            injected = {
-                "caller": caller,
-                "door": self.door,
-                "metrics": self.metrics,
-                "settings": self.settings,
-                "response": given,
-            }
-            kwargs.update({n: v for n, v in injected.items() if n in one.names})
+            kwargs = self._arguments(one, values, caller, headers, body, query, given)
             return _render(one, one.call(**kwargs), given)
         except StudioloError as exc:
             return error_response(exc)
         except Exception as exc:
             return unexpected_response(exc)
+
+    def _arguments(
+        self,
+        one: _Served,
+        values: dict[str, str],
+        caller: Principal | None,
+        headers: dict[bytes, bytes],
+        body: bytes,
+        query: bytes,
+        given: Response | None,
+    ) -> dict[str, Any]:
+        """The function's arguments: path values, body, query, headers, what the path knows."""
+        kwargs: dict[str, Any] = dict(values)
+        if one.body is not None:
+            kwargs["body"] = _parse_body(one, headers, body)
+        if one.query is not None:
+            kwargs.update(_parse_query(one.query, query))
+        if one.header is not None:
+            kwargs.update(_parse_headers(one.header, headers))
+        injected = {
+            "caller": caller,
+            "door": self.door,
+            "metrics": self.metrics,
+            "settings": self.settings,
+            "response": given,
+        }
+        kwargs.update({n: v for n, v in injected.items() if n in one.names})
+        return kwargs
+
+
+def _replay(body: bytes) -> Receive:
+    """The request's body for a function that reads it from the request (already read here)."""
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> Message:
+        return messages.pop() if messages else {"type": "http.disconnect"}
+
+    return receive
 
 
 def _given() -> Response:
@@ -278,6 +338,22 @@ def _parse_query(model: type[BaseModel], raw: bytes) -> dict[str, Any]:
         parsed = model.model_validate({k: v for k, v in given.items() if k in model.model_fields})
     except ValidationError as exc:
         raise _invalid([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
+    return dict(parsed)
+
+
+def _parse_headers(model: type[BaseModel], headers: dict[bytes, bytes]) -> dict[str, Any]:
+    given = {
+        n: headers[n.replace("_", "-").encode()]
+        for n in model.model_fields
+        if n.replace("_", "-").encode() in headers
+    }
+    try:
+        parsed = model.model_validate({n: v.decode("latin-1") for n, v in given.items()})
+    except ValidationError as exc:
+        errors = [
+            {**e, "loc": ("header", str(e["loc"][0]).replace("_", "-"), *e["loc"][1:])} for e in exc.errors()
+        ]
+        raise _invalid(errors) from None
     return dict(parsed)
 
 
