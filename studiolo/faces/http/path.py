@@ -73,6 +73,18 @@ class _Served:
     cap: int
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What the path read of one request before it calls the operation's function."""
+
+    values: dict[str, str]  # the path's parameters
+    caller: Principal | None
+    token: str | None
+    headers: dict[bytes, bytes]
+    body: bytes
+    query: bytes
+
+
 def served(routes: Iterable[APIRoute], settings: Settings) -> list[_Served]:
     """The table's operations, in the order of the app's routes (the first path that matches
     names the methods of a 405)."""
@@ -198,34 +210,22 @@ class OperationPath:
             parsed = _parse_body(one, headers, body)  # a bad body: the problem, before the lane
             lease = parsed.lease_seconds if parsed is not None else None  # type: ignore[attr-defined]
             return await self.lane.beat(caller, "", values["attempt_id"], lease)
-        query = scope.get("query_string", b"")
+        asked = _Asked(values, caller, token, headers, body, scope.get("query_string", b""))
         if one.awaited:
-            kwargs = self._arguments(one, values, caller, headers, body, query, None)
-            if "request" in one.names:
-                kwargs["request"] = Request(scope, _replay(body))
-            if "token" in one.names:
-                kwargs["token"] = token
+            kwargs = self._arguments(one, asked, None, Request(scope, _replay(body)))
             return _render(one, await one.call(**kwargs), None)
-        return await run_in_threadpool(self._work, one, values, caller, headers, body, query)
+        return await run_in_threadpool(self._work, one, asked)
 
     def _authenticate(self, token: str | None) -> Principal:
         if not token:
             raise Unauthenticated("a bearer token is required")
         return self.door.authenticate(token)
 
-    def _work(
-        self,
-        one: _Served,
-        values: dict[str, str],
-        caller: Principal | None,
-        headers: dict[bytes, bytes],
-        body: bytes,
-        query: bytes,
-    ) -> Response:
+    def _work(self, one: _Served, asked: _Asked) -> Response:
         """Parse, call the door through the route's function, render: one worker call."""
         try:
             given = _given() if "response" in one.names else None
-            kwargs = self._arguments(one, values, caller, headers, body, query, given)
+            kwargs = self._arguments(one, asked, given, None)
             return _render(one, one.call(**kwargs), given)
         except StudioloError as exc:
             return error_response(exc)
@@ -233,29 +233,24 @@ class OperationPath:
             return unexpected_response(exc)
 
     def _arguments(
-        self,
-        one: _Served,
-        values: dict[str, str],
-        caller: Principal | None,
-        headers: dict[bytes, bytes],
-        body: bytes,
-        query: bytes,
-        given: Response | None,
+        self, one: _Served, asked: _Asked, given: Response | None, request: Request | None
     ) -> dict[str, Any]:
         """The function's arguments: path values, body, query, headers, what the path knows."""
-        kwargs: dict[str, Any] = dict(values)
+        kwargs: dict[str, Any] = dict(asked.values)
         if one.body is not None:
-            kwargs["body"] = _parse_body(one, headers, body)
+            kwargs["body"] = _parse_body(one, asked.headers, asked.body)
         if one.query is not None:
-            kwargs.update(_parse_query(one.query, query))
+            kwargs.update(_parse_query(one.query, asked.query))
         if one.header is not None:
-            kwargs.update(_parse_headers(one.header, headers))
+            kwargs.update(_parse_headers(one.header, asked.headers))
         injected = {
-            "caller": caller,
+            "caller": asked.caller,
+            "token": asked.token,
             "door": self.door,
             "metrics": self.metrics,
             "settings": self.settings,
             "response": given,
+            "request": request,
         }
         kwargs.update({n: v for n, v in injected.items() if n in one.names})
         return kwargs
