@@ -10,7 +10,7 @@ from opentelemetry.trace import TracerProvider
 
 from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
-from studiolo.faces.http.deps import PRINCIPAL_KEY, AuthenticateFirst
+from studiolo.faces.http.deps import PRINCIPAL_KEY
 from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
 from studiolo.faces.http.openapi import openapi_document
@@ -63,10 +63,8 @@ def create_app(
     install_handlers(app)
     app.openapi = openapi_document  # type: ignore[method-assign]
     # outermost last: observed (ids, metrics, logs) → requests in flight → the operations' one
-    # path; what it does not serve (mounts, raw bodies, streams) → the caller → the body's
-    # size → FastAPI
+    # path; what it does not serve (mounts, 404s) → the body's size → FastAPI
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
-    app.add_middleware(AuthenticateFirst, door=coordinator)
     routes = (r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute))
     app.add_middleware(
         OperationPath,

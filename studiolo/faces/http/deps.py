@@ -1,7 +1,7 @@
 """Per-request dependencies: the door, the metrics, and the caller (from the token only).
 
-`AuthenticateFirst` knows the caller of a `/v1` request that carries a body before a byte
-of that body is read: with no valid token the answer is 401 and the body stays unread.
+The table's operations take the one path (`path.py`), which authenticates before it reads a
+body; these dependencies serve the FastAPI routes registered from the same functions.
 """
 
 from __future__ import annotations
@@ -12,19 +12,16 @@ from fastapi import Depends, Request, Security
 from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
 from fastapi.security.base import SecurityBase
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from studiolo._exceptions import StudioloError, Unauthenticated
+from studiolo._exceptions import Unauthenticated
 from studiolo.core.model import Principal
 from studiolo.faces.bearer import bearer_token
-from studiolo.faces.http.problems import problem_response
 from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
 __all__ = [
     "PRINCIPAL_KEY",
-    "AuthenticateFirst",
     "BearerToken",
     "Caller",
     "Door",
@@ -32,7 +29,7 @@ __all__ = [
     "SettingsDep",
 ]
 
-_PRINCIPAL = PRINCIPAL_KEY = "studiolo_principal"  # where AuthenticateFirst leaves the caller
+_PRINCIPAL = PRINCIPAL_KEY = "studiolo_principal"  # where the path leaves the caller (for the log line)
 _BEARER = HTTPBearerModel(description="a Studiolo token: `Authorization: Bearer stl_…`")
 
 
@@ -97,33 +94,3 @@ BearerToken = Annotated[str, Security(_TokenScheme())]
 Caller = Annotated[Principal, Security(_CallerScheme())]
 MetricsDep = Annotated[Metrics, Depends(_metrics)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
-
-
-class AuthenticateFirst:
-    """Authenticate `/v1` requests that carry a body before the app (and its body parsing) runs."""
-
-    def __init__(self, app: ASGIApp, door: Coordinator, prefix: str = "/v1/") -> None:
-        self.app = app
-        self.door = door
-        self.prefix = prefix
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefix) or not _has_body(scope):
-            await self.app(scope, receive, send)
-            return
-        token = bearer_token(scope)
-        try:
-            principal = self.door.authenticate_cached(token)
-            if principal is None:
-                principal = await run_in_threadpool(self.door.authenticate, token)
-        except StudioloError as exc:
-            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-            await problem_response(exc.status, exc.reason, exc.detail, headers=headers)(scope, receive, send)
-            return
-        scope.setdefault("state", {})[_PRINCIPAL] = principal
-        await self.app(scope, receive, send)
-
-
-def _has_body(scope: Scope) -> bool:
-    headers = dict(scope["headers"])
-    return headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
