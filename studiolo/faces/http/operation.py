@@ -20,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 FUNCTIONS: dict[str, Callable[..., Any]] = {}  # each row's route function, by operation name
 
 
-def operation(router: APIRouter, name: str, **extra: Any) -> Callable[[F], F]:
+def operation(router: APIRouter, name: str) -> Callable[[F], F]:
     """Register the decorated function as the route of the operation `name`."""
     op = OPERATIONS[name]
 
@@ -34,7 +34,6 @@ def operation(router: APIRouter, name: str, **extra: Any) -> Callable[[F], F]:
             tags=[op.tag],
             operation_id=op.name,
             response_model=op.response_model(),
-            **extra,
         )
         FUNCTIONS[name] = fn
         return fn
