@@ -27,14 +27,12 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import httpx  # noqa: E402
 
-from studiolo.demo import DemoProject, setup_project  # noqa: E402
-from studiolo.faces.http.app import create_app  # noqa: E402
-from studiolo.service import Coordinator, make_request  # noqa: E402
-from studiolo.settings import Settings  # noqa: E402
-from studiolo.store import Store  # noqa: E402
+from studiolo.demo import DemoProject  # noqa: E402
+from studiolo.service import make_request  # noqa: E402
 
 sys.path.append(str(_HERE))
 from _http_bench import prepare  # noqa: E402
+from face_cpu import demo_app  # noqa: E402
 
 
 async def _via_app(app: Any, demo: DemoProject, jobs: list[dict[str, Any]]) -> None:
@@ -58,13 +56,8 @@ def main() -> None:
     parser.add_argument("--completions", type=int, default=300)
     n = parser.parse_args().completions
     with tempfile.TemporaryDirectory(prefix="studiolo-bench-") as tmp:
-        url = Settings.sqlite_url(Path(tmp) / "bench.db")
-        coord = Coordinator(Store(url), Settings(database_url=url))
-        admin = coord.initialize()
-        assert admin is not None
-        demo = setup_project(coord, admin.principal)
+        demo, app = demo_app(tmp)
         jobs = prepare(demo, 2 * n + 20)
-        app = create_app(coord, Settings(database_url=url))
         asyncio.run(_via_app(app, demo, jobs[:10]))
         _via_door(demo, jobs[10:20])
         start = time.process_time()

@@ -20,13 +20,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 _HERE = Path(__file__).resolve().parent  # off the path: bench/http.py would shadow `http`
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import httpx  # noqa: E402
 
-from studiolo.demo import setup_project  # noqa: E402
+from studiolo.demo import DemoProject, setup_project  # noqa: E402
 from studiolo.faces.http.app import create_app  # noqa: E402
 from studiolo.service import Coordinator  # noqa: E402
 from studiolo.settings import Settings  # noqa: E402
@@ -47,6 +48,15 @@ async def _measure(app: object, headers: dict[str, str], paths: dict[str, str], 
     return out
 
 
+def demo_app(tmp: str) -> tuple[DemoProject, Any]:
+    """The demo project on a fresh SQLite ledger in `tmp`, and the HTTP app over it."""
+    url = Settings.sqlite_url(Path(tmp) / "bench.db")
+    coord = Coordinator(Store(url), Settings(database_url=url))
+    admin = coord.initialize()
+    assert admin is not None
+    return setup_project(coord, admin.principal), create_app(coord, Settings(database_url=url))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -54,15 +64,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1500)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="studiolo-bench-") as tmp:
-        url = Settings.sqlite_url(Path(tmp) / "bench.db")
-        coord = Coordinator(Store(url), Settings(database_url=url))
-        admin = coord.initialize()
-        assert admin is not None
-        demo = setup_project(coord, admin.principal)
-        task = coord.create_task(
+        demo, app = demo_app(tmp)
+        task = demo.coord.create_task(
             demo.admin, demo.project_id, "bench", criteria={"tests": "unit@1"}, scope=["src/**"]
         )
-        app = create_app(coord, Settings(database_url=url))
         paths = {
             "me": "/v1/me",
             "task": f"/v1/tasks/{task.id}",

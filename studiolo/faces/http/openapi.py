@@ -6,17 +6,14 @@ them with). Every error response is the one problem+json shape."""
 from __future__ import annotations
 
 import functools
-import inspect
-from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from studiolo import __version__
 from studiolo.api.operations import OPERATIONS, Operation
-from studiolo.faces.http.operation import FUNCTIONS
+from studiolo.faces.http.operation import parameters
 from studiolo.faces.http.problems import PROBLEM_MEDIA_TYPE, Problem
 
 __all__ = ["openapi_document"]
@@ -62,7 +59,7 @@ def openapi_document() -> dict[str, Any]:
     schemas = dict(sorted(defs.get("$defs", {}).items()))
     paths: dict[str, dict[str, Any]] = {}
     for op in OPERATIONS.values():
-        paths.setdefault(op.template, {})[op.method.lower()] = _operation(op, FUNCTIONS[op.name])
+        paths.setdefault(op.template, {})[op.method.lower()] = _operation(op)
     return {
         "openapi": "3.1.0",
         "info": {"title": "Studiolo", "version": __version__, "description": _DESCRIPTION},
@@ -82,10 +79,10 @@ def _models() -> list[tuple[type[BaseModel], JsonSchemaMode]]:
     return [(model, mode) for (_, mode), model in found.items()]
 
 
-def _operation(op: Operation, fn: Callable[..., Any]) -> dict[str, Any]:
+def _operation(op: Operation) -> dict[str, Any]:
     doc: dict[str, Any] = {"tags": [op.tag], "summary": op.summary, "operationId": op.name}
     params = [_param(name, "path", {"type": "string", "title": _title(name)}, True) for name in op.params]
-    params += _declared(op, fn)
+    params += _declared(op)
     if params:
         doc["parameters"] = params
     body = _request_body(op)
@@ -97,24 +94,18 @@ def _operation(op: Operation, fn: Callable[..., Any]) -> dict[str, Any]:
     return doc
 
 
-def _declared(op: Operation, fn: Callable[..., Any]) -> list[dict[str, Any]]:
-    """The query parameters (`op.query`) and headers the function declares, as pydantic fields."""
+def _declared(op: Operation) -> list[dict[str, Any]]:
+    """The query parameters and headers the operation's function declares (`parameters`)."""
     found = []
-    for name, param in inspect.signature(fn, eval_str=True).parameters.items():
-        field = next(
-            (m for m in getattr(param.annotation, "__metadata__", ()) if isinstance(m, FieldInfo)), None
-        )
-        if field is None or name in op.params:
-            continue
-        schema = TypeAdapter(param.annotation).json_schema(ref_template=_REF)
-        schema["title"] = _title(name)
-        required = param.default is inspect.Parameter.empty
-        if not required and param.default is not None:
-            schema["default"] = param.default
-        where = "query" if name in op.query else "header"
-        found.append(_param(name if where == "query" else name.replace("_", "-"), where, schema, required))
-        if field.description:
-            found[-1]["description"] = field.description
+    for where, model in zip(("query", "header"), parameters(op.name), strict=True):
+        schema = model.model_json_schema(ref_template=_REF) if model is not None else {"properties": {}}
+        for name, prop in schema["properties"].items():
+            if "default" in prop and prop["default"] is None:
+                del prop["default"]
+            wire = name if where == "query" else name.replace("_", "-")
+            found.append(_param(wire, where, prop, name in schema.get("required", ())))
+            if "description" in prop:
+                found[-1]["description"] = prop["description"]
     return found
 
 

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -45,6 +44,7 @@ from studiolo.core.model import Principal
 from studiolo.faces.bearer import bearer_token
 from studiolo.faces.http.deps import PRINCIPAL_KEY
 from studiolo.faces.http.leases import LeaseLane
+from studiolo.faces.http.operation import parameters
 from studiolo.faces.http.problems import error_response, problem_response, unexpected_response
 from studiolo.observe.http import ROUTE_KEY
 from studiolo.observe.metrics import Metrics
@@ -52,8 +52,6 @@ from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
 __all__ = ["OperationPath", "served"]
-
-_INJECTED = {"caller", "door", "metrics", "settings", "response", "request", "token"}
 
 
 @dataclass(frozen=True)
@@ -93,22 +91,15 @@ def served(routes: Iterable[APIRoute], settings: Settings) -> list[_Served]:
         op = OPERATIONS.get(route.operation_id or "")
         if op is None:
             continue
-        params = inspect.signature(route.endpoint, eval_str=True).parameters
-        known = _INJECTED | set(op.params) | {"body"}
-        declared = {n: p for n, p in params.items() if n not in known}
-        unknown = [n for n, p in declared.items() if not isinstance(_field(p), FieldInfo)]
-        assert not unknown, f"{op.name}: the path cannot fill {unknown}"
-        query = {n: p for n, p in declared.items() if n in op.query}
-        header = {n: p for n, p in declared.items() if n not in op.query}
+        names = frozenset(inspect.signature(route.endpoint).parameters)
         found.append(
             _Served(
                 op,
                 _regex(op),
                 route.endpoint,
-                frozenset(params),
+                names,
                 op.request_model(),
-                _query_model(op, query),
-                _query_model(op, header),
+                *parameters(op.name),
                 inspect.iscoroutinefunction(route.endpoint),
                 None if op.response_model() is None else TypeAdapter(op.response_model()),
                 op.response_model(),
@@ -116,18 +107,6 @@ def served(routes: Iterable[APIRoute], settings: Settings) -> list[_Served]:
             )
         )
     return found
-
-
-def _field(param: inspect.Parameter) -> Any:
-    meta = getattr(param.annotation, "__metadata__", ())
-    return next((m for m in meta if isinstance(m, FieldInfo)), None)
-
-
-def _query_model(op: Operation, params: dict[str, inspect.Parameter]) -> type[BaseModel] | None:
-    if not params:
-        return None
-    fields: dict[str, Any] = {n: (p.annotation, p.default) for n, p in params.items()}
-    return create_model(f"{op.name}_query", **fields)
 
 
 def _regex(op: Operation) -> re.Pattern[str]:
