@@ -252,24 +252,25 @@ class PostgresBackend:
     @contextmanager
     def _write(self, conn: Connection, gate: Gate) -> Iterator[None]:
         """A PostgreSQL write in psycopg's pipeline mode, in as few round trips as its reads
-        allow. The driver is in autocommit for it, so psycopg sends no BEGIN (and no Sync
-        after it) of its own; the write sends, without waiting for any answer:
+        allow, with public calls only. The driver is in autocommit for it, so psycopg sends
+        no BEGIN of its own; the write sends, without waiting for any answer:
 
-        - the gate's session locks (`_gate_locks`), one statement ended by a Sync (its own
-          implicit transaction), then `BEGIN ISOLATION LEVEL ...` and the statement that reads
-          the clock and chain head (`_Start`); the server runs them in order, so the snapshot
-          is taken after the locks are granted. They travel with the function's first read.
+        - the gate's session locks (`_gate_locks`) in one statement and a COMMIT that ends
+          its implicit transaction (so that the next BEGIN may set its isolation level; the
+          server warns that no transaction was open), then `BEGIN ISOLATION LEVEL ...` and the
+          statement that reads the clock and chain head (`_Start`): the server runs them in
+          order, so the snapshot is taken after the locks are granted. They travel with the
+          function's first read.
         - the function's statements: a read that needs its answer waits for it (reads sent
           with `Raw.later` share one round trip), a write without one travels with the next.
-        - at the end a Sync, COMMIT, a Sync and the locks' release, and the Sync of leaving
-          pipeline mode: one round trip. A statement that failed (a write whose answer nobody
-          waited for) makes the server skip what follows it up to the next Sync; COMMIT then
-          ends the failed transaction as a rollback, and psycopg raises the statement's error.
-          If the function raised, ROLLBACK replaces COMMIT. The release follows a Sync, so it
-          runs whatever became of the transaction.
+        - COMMIT (ROLLBACK if the function raised), the locks' release, and the Sync of
+          leaving pipeline mode: one round trip.
 
-        A connection that breaks before COMMIT was sent is a safe retry (`Reconnect`). One
-        whose locks' release did not answer, or that is still in a transaction, is
+        A statement that failed (a write whose answer nobody waited for) makes the server
+        skip what follows it up to the Sync, COMMIT and the release included; psycopg raises
+        its error when the pipeline ends, and `_settle` then rolls the transaction back and
+        releases the locks (two round trips, on that path only). A connection that breaks
+        before COMMIT was sent is a safe retry (`Reconnect`); one that cannot be settled is
         invalidated (ending the session frees its locks)."""
         raw: Any = conn.connection.dbapi_connection
         locks = self._gate_locks(gate)
@@ -283,22 +284,22 @@ class PostgresBackend:
                 try:
                     if locks:
                         raw.execute(_lock_sql(locks, take=True), [k for _, k in locks], prepare=False)
-                        _end_segment(pipeline)
+                        raw.execute(b"COMMIT", prepare=False)
                     raw.execute(_BEGIN[self._write_isolation(gate)], prepare=False)
                     yield  # the caller opens its `Tx` (or one per write of a group) and runs
                     commit = raw.cursor()
-                    _after_sync(pipeline, commit, b"COMMIT")  # a failed write skips here: COMMIT rolls back
+                    _send(commit, b"COMMIT")
                 except BaseException:  # the write's own error propagates, not a cleanup's
-                    _quietly(lambda: _after_sync(pipeline, raw.cursor(), b"ROLLBACK"))
+                    _quietly(lambda: _send(raw.cursor(), b"ROLLBACK"))
                     if unlock is not None:
                         release = raw.cursor()
-                        _quietly(lambda: _after_sync(pipeline, release, *unlock))
+                        _quietly(lambda: _send(release, *unlock))
                     raise
                 finally:
                     conn.connection.info.pop(PIPELINE, None)
-                if unlock is not None:  # after a Sync: it runs whatever became of the transaction
+                if unlock is not None:
                     release = raw.cursor()
-                    _after_sync(pipeline, release, *unlock)  # an error here is the write's: it is queued
+                    _send(release, *unlock)  # an error here is the write's: it is queued all the same
         except BaseException as exc:
             if raw.broken and commit is None:  # the session died before COMMIT: run it again
                 raise Reconnect(str(exc)) from exc
@@ -306,11 +307,7 @@ class PostgresBackend:
                 raise _InDoubt(str(exc)) from exc
             raise
         finally:
-            idle = not raw.broken and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-            if idle and (unlock is None or _answered(release)):
-                raw.autocommit = False
-            else:  # a lock perhaps still held, or a transaction still open: end the session
-                conn.invalidate()
+            _settle(conn, unlock, release)
         if commit.statusmessage != "COMMIT":  # psycopg raised the error that aborted it, or:
             raise psycopg.errors.InFailedSqlTransaction("the write was rolled back, not committed")
         if not conn.invalidated:
@@ -318,11 +315,11 @@ class PostgresBackend:
 
     @contextmanager
     def _read(self, conn: Connection) -> Iterator[None]:
-        """A PostgreSQL read in psycopg's pipeline mode (`Store.read(batched=True)`). The driver is
-        in autocommit for it and the read sends its own `BEGIN ... READ ONLY`, which travels
-        with the first statement; reads sent with `Raw.later` share a round trip; a Sync and
-        COMMIT end it in one more. A session that broke is retried (`Reconnect`: a read has
-        no effects); one left in a transaction is invalidated."""
+        """A PostgreSQL read in psycopg's pipeline mode (`Store.read(batched=True)`). The
+        driver is in autocommit for it and the read sends its own `BEGIN ... READ ONLY`,
+        which travels with the first statement; reads sent with `Raw.later` share a round
+        trip; COMMIT and the Sync of leaving pipeline mode end it in one more. A session
+        that broke is retried (`Reconnect`: a read has no effects)."""
         raw: Any = conn.connection.dbapi_connection
         raw.autocommit = True
         try:
@@ -331,9 +328,9 @@ class PostgresBackend:
                 try:
                     raw.execute(_BEGIN_READ, prepare=False)
                     yield
-                    _after_sync(pipeline, raw.cursor(), b"COMMIT")
+                    _send(raw.cursor(), b"COMMIT")
                 except BaseException:  # the read's own error propagates, not a cleanup's
-                    _quietly(lambda: _after_sync(pipeline, raw.cursor(), b"ROLLBACK"))
+                    _quietly(lambda: _send(raw.cursor(), b"ROLLBACK"))
                     raise
                 finally:
                     conn.connection.info.pop(PIPELINE, None)
@@ -342,10 +339,7 @@ class PostgresBackend:
                 raise Reconnect(str(exc)) from exc
             raise
         finally:
-            if not raw.broken and raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-                raw.autocommit = False
-            else:
-                conn.invalidate()
+            _settle(conn, None, None)
         if not conn.invalidated:
             conn.commit()  # SQLAlchemy's bookkeeping: the driver's transaction already ended
 
@@ -527,11 +521,10 @@ def _lock_sql(locks: list[tuple[bool, int]], *, take: bool) -> str:
     return "SELECT " + ", ".join(calls)
 
 
-def _after_sync(pipeline: Any, cursor: Any, sql: bytes | str, params: list[int] | None = None) -> None:
-    """End the pipeline's segment and send `sql` on `cursor`. Sending may raise the error of
-    an earlier statement whose answer arrived meanwhile; `sql` is queued all the same, and
-    the cursor gets its answer when the pipeline is read to the end."""
-    _end_segment(pipeline)
+def _send(cursor: Any, sql: bytes | str, params: list[int] | None = None) -> None:
+    """Send `sql` on `cursor` in the pipeline. Sending may raise the error of an earlier
+    statement whose answer arrived meanwhile; `sql` is queued all the same, and the cursor
+    gets its answer (or is skipped) when the pipeline is read to the end."""
     cursor.execute(sql, params, prepare=False)
 
 
@@ -547,17 +540,23 @@ def _answered(cursor: Any) -> bool:
     return result is not None and result.status == psycopg.pq.ExecStatus.TUPLES_OK
 
 
-def _end_segment(pipeline: Any) -> None:
-    """Queue a Sync in the pipeline without waiting for anything: the statements before it
-    form their own implicit transaction (in autocommit), and a statement that failed before
-    it no longer makes the server skip those after it. psycopg keeps no public call for
-    this; without its private one the Sync is sent at once and waited for (one round trip
-    more, same effect)."""
-    enqueue = getattr(pipeline, "_enqueue_sync", None)
-    if enqueue is None:
-        pipeline.sync()
-    else:
-        enqueue()
+def _settle(conn: Connection, unlock: tuple[str, list[int]] | None, release: Any) -> None:
+    """After a pipelined transaction: the connection out of autocommit, idle, with the gate's
+    locks released. A statement that failed made the server skip the end (COMMIT or
+    ROLLBACK, the release): roll back and release now. A connection that cannot be
+    settled is invalidated (ending the session frees its locks)."""
+    raw: Any = conn.connection.dbapi_connection
+    if raw.broken:
+        conn.invalidate()
+        return
+    try:
+        if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            raw.execute(b"ROLLBACK", prepare=False)
+        if unlock is not None and not _answered(release):
+            raw.execute(*unlock, prepare=False)
+        raw.autocommit = False
+    except psycopg.Error:
+        conn.invalidate()
 
 
 _DATABASE_ERRORS = (DBAPIError, Reconnect, psycopg.Error)
