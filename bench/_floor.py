@@ -66,18 +66,18 @@ class Recorder:
         def checkout(dbapi: Any, _rec: Any, _proxy: Any) -> None:
             dbapi.log = self.log if self._on else None
 
-        for engine in {store.engine, store._writes}:  # the pool, and the writing connection
+        for engine in {store.engine, store.backend.writes}:  # the pool, and the writing connection
             event.listen(engine, "do_connect", factory)
             event.listen(engine, "checkout", checkout)
             engine.dispose()  # later connections come from the factory
-        sync = store._fsync
+        sync = store.backend.fsync
 
         def fsync(fd: int) -> None:
             if self._on:
                 self.log.append((FSYNC, ()))
             sync(fd)
 
-        store._fsync = fsync
+        store.backend.fsync = fsync
 
     def record(self, fn: Callable[[], object]) -> list[Statement]:
         self.log.clear()

@@ -236,7 +236,7 @@ def _throughput(tmp: Path) -> dict[str, float]:
     real = _completion_calls(w, _prepared(w, N_THROUGHPUT))
     wc = build_world(tmp / "c", clock=time.time)
     clients = _Clients(wc, _prepared(wc, N_CONCURRENT))
-    groups0 = wc.coord.store._group.groups
+    groups0 = wc.coord.store.backend.group.groups
     cpu = {name: _Cpu() for name in ("real", "peer", "floor", "real_c", "peer_c")}
     t_bare, t_real, t_peer, t_floor, t_real_c, t_peer_c = _interleaved(
         [bare.once] * N_THROUGHPUT,
@@ -248,7 +248,7 @@ def _throughput(tmp: Path) -> dict[str, float]:
     )
     peer.close()
     peer_c.close()
-    groups = wc.coord.store._group.groups - groups0
+    groups = wc.coord.store.backend.group.groups - groups0
     rate = {
         name: n / sum(t)
         for name, t, n in (

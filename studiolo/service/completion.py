@@ -119,9 +119,7 @@ class CompletionOps:
         with the read of the subjects, one round trip instead of two in the serialized
         section, and are sent again after it if the task's project or contract or the
         candidate turn out to differ. Every fact the decision uses is read inside."""
-        found = self.ctx.store.read_ahead(
-            lambda driver, pg: task_and_candidate(driver, pg, q.task_id, q.candidate_id)
-        )
+        found = self.ctx.store.read_ahead(lambda bare: task_and_candidate(bare, q.task_id, q.candidate_id))
         if found is not None:
             self.ctx.store.located("task", q.task_id, found[0].project_id)
         return found

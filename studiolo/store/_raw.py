@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Table
 
-__all__ = ["PIPELINE", "Raw", "Rows", "columns", "driver_sql", "flush_held", "in_list", "in_params"]
+__all__ = ["PIPELINE", "Bare", "Raw", "Rows", "columns", "flush_held", "in_list", "in_params"]
 
 Rows = Callable[[], list[Sequence[Any]]]  # a read's rows, fetched when called
 T = TypeVar("T")
@@ -177,10 +177,27 @@ def _combined(sqls: tuple[str, ...]) -> str:
     return _pyformat("WITH " + ", ".join(parts) + " SELECT 1")
 
 
-def driver_sql(sql: str, pg: bool) -> str:
-    """`sql` in the driver's placeholder style, for a statement run on a bare DB-API
-    connection (`Store.glance`): `%(name)s` for psycopg, `:name` as written for sqlite3."""
-    return _pyformat(sql) if pg else sql
+class Bare:
+    """A DB-API connection outside any transaction (`Store.glance`): the same SQL text with
+    `:name` placeholders as `Raw`, each statement its own snapshot."""
+
+    __slots__ = ("_driver", "_pg")
+
+    def __init__(self, driver: Any, *, pg: bool) -> None:
+        self._driver = driver
+        self._pg = pg
+
+    def one(self, sql: str, params: Mapping[str, Any]) -> Sequence[Any] | None:
+        row: Sequence[Any] | None = self._driver.execute(
+            _pyformat(sql) if self._pg else sql, params
+        ).fetchone()
+        return row
+
+    def all(self, sql: str, params: Mapping[str, Any]) -> list[Sequence[Any]]:
+        rows: list[Sequence[Any]] = self._driver.execute(
+            _pyformat(sql) if self._pg else sql, params
+        ).fetchall()
+        return rows
 
 
 @functools.lru_cache(maxsize=512)

@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Integer, Select, Text, bindparam, func, inser
 from studiolo.core.model import Action, Checker, Grant, Policy, Principal, PrincipalKind, Project
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw, columns
+from studiolo.store._raw import Bare, Raw, columns
 
 __all__ = ["AccessRepo", "HeldAuthority"]
 
@@ -367,9 +367,9 @@ def _checker(row: Sequence[Any]) -> Checker:
     )
 
 
-def auth_generation_of(driver: Any) -> tuple[str, str]:
-    """`AccessRepo.auth_generation` in one statement on a DB-API connection (`Store.glance`)."""
-    return _generation(driver.execute(_AUTH_GENERATION).fetchall())
+def auth_generation_of(bare: Bare) -> tuple[str, str]:
+    """`AccessRepo.auth_generation` in one statement outside any transaction (`Store.glance`)."""
+    return _generation(bare.all(_AUTH_GENERATION, {}))
 
 
 def _generation(rows: Iterable[Sequence[Any]]) -> tuple[str, str]:

@@ -185,10 +185,6 @@ class ContentRepo:
         """The digests that `project_id` may not read (never uploaded or published there)."""
         return self.blob_gaps(project_id, digests)[1]
 
-    def missing_blobs(self, digests: Iterable[str]) -> list[str]:
-        """The digests of which no bytes are stored."""
-        return self.blob_gaps(None, digests)[0]
-
     def blob_gaps(self, project_id: str | None, digests: Iterable[str]) -> tuple[list[str], list[str]]:
         """(the digests with no bytes stored, those `project_id` may not read), sorted: one read
         per chunk of digests (the second list is empty when `project_id` is None)."""

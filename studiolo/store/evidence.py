@@ -17,17 +17,6 @@ __all__ = ["EvidenceRepo", "Gathered", "Pin"]
 
 _RECEIPTS = select(s.receipts).where(s.receipts.c.id.in_(bindparam("ids", expanding=True)))
 # Receipts about any candidate of one attempt with the same bytes and dependencies.
-_FOR_BYTES = (
-    select(s.receipts)
-    .join(s.candidates, s.candidates.c.id == s.receipts.c.candidate_id)
-    .where(
-        s.candidates.c.attempt_id == bindparam("a"),
-        s.candidates.c.digest == bindparam("d"),
-        s.candidates.c.dependency_digest == bindparam("dd"),
-    )
-    .order_by(s.receipts.c.created_at, s.receipts.c.id)
-)
-
 # The completion's evidence read (prepared SQL, see `_raw`): the cited receipts of the project
 # and every receipt recorded for the candidate's bytes, each with its issuer's current key.
 _WIDTH = len(s.receipts.c)
@@ -140,11 +129,6 @@ class EvidenceRepo:
     def receipts_of_task_later(self, task_id: str) -> Callable[[], list[Receipt]]:
         """`receipts_of_task(...)`, its read sent now and answered when called (`Raw.later`)."""
         return self._raw.later_as(_RECEIPTS_OF_TASK, {"t": task_id}, _receipt)
-
-    def receipts_for_bytes(self, attempt_id: str, digest: str, dependency_digest: str) -> list[Receipt]:
-        """Every receipt recorded for a candidate of `attempt_id` with exactly these bytes."""
-        rows = self._c.execute(_FOR_BYTES, {"a": attempt_id, "d": digest, "dd": dependency_digest})
-        return [_receipt(r) for r in rows]
 
 
 def _receipt(row: Sequence[Any]) -> Receipt:

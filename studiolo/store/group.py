@@ -10,7 +10,7 @@ the group is all-or-nothing at the end.
 
 Committing and making durable are two steps. `commit_group(jobs)` commits under the leader
 lock and returns what is left to make the group durable (the WAL's fsync on SQLite, see
-`engine.py`), or None. The leader releases the leader lock first, so the next group commits
+`sqlite.py`), or None. The leader releases the leader lock first, so the next group commits
 while this one waits for its disk, then runs that step, and only then answers the group's
 durable writes: nothing durable is reported before it is durable. If that step fails, every
 durable write of the group fails with its error (applied, but not known to be durable).

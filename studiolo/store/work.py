@@ -21,7 +21,7 @@ from studiolo.core.model import (
 )
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw, columns, driver_sql, in_list, in_params
+from studiolo.store._raw import Bare, Raw, columns, in_list, in_params
 from studiolo.store.content import candidate_of
 
 __all__ = ["LIVE_ATTEMPT_SQL", "Subjects", "WorkRepo", "task_and_candidate"]
@@ -363,12 +363,10 @@ def _update_sql(table: str, allowed: frozenset[str], names: tuple[str, ...]) -> 
     return f"UPDATE {table} SET " + ", ".join(f"{n} = :{n}" for n in names) + " WHERE id = :_id"
 
 
-def task_and_candidate(
-    driver: Any, pg: bool, task_id: str, candidate_id: str
-) -> tuple[Task, Candidate | None] | None:
-    """The task and the candidate (if it is in the task's project), read on a bare DB-API
-    connection outside any transaction (`Store.glance`): one statement, one snapshot."""
-    row = driver.execute(driver_sql(_TASK_AND_CANDIDATE, pg), {"t": task_id, "c": candidate_id}).fetchone()
+def task_and_candidate(bare: Bare, task_id: str, candidate_id: str) -> tuple[Task, Candidate | None] | None:
+    """The task and the candidate (if it is in the task's project), read outside any
+    transaction (`Store.glance`): one statement, one snapshot."""
+    row = bare.one(_TASK_AND_CANDIDATE, {"t": task_id, "c": candidate_id})
     if row is None:
         return None
     width = _WIDTHS[0]

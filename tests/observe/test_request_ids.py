@@ -28,6 +28,6 @@ def test_grouped_writes_each_record_their_own_request_id(world: World) -> None:
     events = world.coord.store.read(lambda tx: tx.audit.events(world.project_id, limit=10_000))
     created = {e.subject: e.data.get("x_request_id") for e in events if e.kind == "task.created"}
     assert {t: created[t] for t in made} == made
-    assert world.coord.store._group.grouped > 0  # some writes did share a group (else no test)
+    assert world.coord.store.backend.group.grouped > 0  # some writes did share a group (else no test)
     assert REQUEST_ID.get() is None  # the threads' ids never leaked here
     assert world.coord.verify_audit().ok

@@ -29,8 +29,7 @@ def ready(store_url: str) -> Iterator[tuple[Coordinator, list[dict[str, Any]]]]:
 
 
 def _rows(coord: Coordinator, task_id: str, candidate_id: str) -> tuple[Task, Candidate | None]:
-    pg = not coord.store.is_sqlite
-    found = coord.store.glance(lambda driver: task_and_candidate(driver, pg, task_id, candidate_id))
+    found = coord.store.glance(lambda bare: task_and_candidate(bare, task_id, candidate_id))
     assert found is not None
     return found
 

@@ -4,9 +4,8 @@ writes sharing one transaction take (SQLite: one writer, so the whole ledger).""
 
 from __future__ import annotations
 
-from typing import Any
-
 from studiolo.store import Store
+from studiolo.store._raw import Bare
 from studiolo.store.gate import Gate
 
 
@@ -15,15 +14,14 @@ def test_a_read_ahead_runs_only_where_it_saves_round_trips(store_url: str) -> No
     try:
         calls: list[bool] = []
 
-        def read(driver: Any, pg: bool) -> int:
-            calls.append(pg)
-            cur = driver.cursor()
-            cur.execute("SELECT 1")
-            (one,) = cur.fetchone()
-            return int(one)
+        def read(bare: Bare) -> int:
+            calls.append(True)
+            row = bare.one("SELECT :n", {"n": 1})
+            assert row is not None
+            return int(row[0])
 
         found = store.read_ahead(read)
-        if store.is_sqlite:
+        if store.dialect == "sqlite":
             assert found is None and calls == []
         else:
             assert found == 1 and calls == [True]
@@ -41,7 +39,7 @@ def test_the_gate_of_batched_writes(store_url: str) -> None:
             return Gate.project("prj_x")
 
         gate = store.batch_gate(gate_of)
-        if store.is_sqlite:
+        if store.dialect == "sqlite":
             assert gate == Gate.whole_ledger() and asked == []
         else:
             assert gate == Gate.project("prj_x") and asked == ["asked"]

@@ -46,7 +46,7 @@ def test_concurrent_writes_share_groups_and_lose_nothing(tmp_path: Path) -> None
         t.join()
     assert store.read(lambda tx: tx.meta.get("counter")) == "300"
     assert sorted(seen) == list(range(1, 301))  # each write saw every write before it
-    assert store._group.grouped > 0 and store._group.groups < 300  # fsyncs were shared
+    assert store.backend.group.grouped > 0 and store.backend.group.groups < 300  # fsyncs were shared
     store.dispose()
 
 
@@ -83,7 +83,7 @@ def test_a_failing_write_is_undone_alone_and_its_group_commits(tmp_path: Path) -
     found = store.read(lambda tx: tx.meta.get_many(("slow", "failing", "after")))
     assert found == {"slow": "1", "after": "1"}
     assert [str(e) for e in errors] == ["refused"]
-    assert store._group.grouped >= 2  # the failing write and the next one shared a group
+    assert store.backend.group.grouped >= 2  # the failing write and the next one shared a group
     store.dispose()
 
 
@@ -103,7 +103,7 @@ def test_a_lease_extension_commits_without_fsync_and_the_next_write_is_durable(t
     assert synced == [(tmp_path / "ledger.db-wal").stat().st_ino]  # the WAL, once
     # The writing connection commits NORMAL for good (the store syncs the WAL itself); every
     # other connection keeps FULL, so a commit made anywhere else syncs on its own.
-    with store._writes.connect() as conn:
+    with store.backend.writes.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 1
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2

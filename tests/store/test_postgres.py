@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -13,7 +16,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from studiolo.settings import Settings
-from studiolo.store import Store, Tx, engine
+from studiolo.store import Store, Tx, postgres
 from studiolo.store._raw import Raw
 from studiolo.store.engine import WRITER_GATE
 from studiolo.store.gate import Gate
@@ -122,17 +125,13 @@ def _no_transaction_left_open(store: Store) -> None:
         assert raw.autocommit is False
 
 
-@pytest.mark.parametrize("waited", [False, True], ids=["queued-sync", "waited-sync"])
 @pytest.mark.parametrize("gate", [Gate.project("prj_a"), Gate.whole_ledger()], ids=["project", "ledger"])
 def test_a_failed_statement_nobody_waited_for_fails_the_write_and_frees_its_gate(
-    store: Store, pg_url: str, gate: Gate, waited: bool, monkeypatch: pytest.MonkeyPatch
+    store: Store, pg_url: str, gate: Gate
 ) -> None:
     """A write sent without waiting for its answer (`Raw.send`) fails at the end of the
     transaction: the error reaches the caller, nothing of the transaction stays, and the
-    gate's locks are released even though COMMIT could not commit. The same with the Sync
-    psycopg makes public (one that waits), should its private queued one go away."""
-    if waited:
-        monkeypatch.setattr(engine, "_end_segment", lambda pipeline: pipeline.sync())
+    gate's locks are released even though the server skipped COMMIT and the release."""
     store.write(lambda tx: tx.meta.set("kept", "1"))
 
     def doomed(tx: Tx) -> None:
@@ -157,15 +156,15 @@ def test_an_error_that_arrives_while_the_release_is_sent_still_frees_the_gate(
     is queued all the same, answered, and the write's error is what the caller sees."""
     store.write(lambda tx: tx.meta.set("kept", "1"))
     ends: list[object] = []
-    queued_sync = engine._end_segment
+    send = postgres._send
 
-    def end_segment(pipeline: Any) -> None:
-        ends.append(pipeline)
-        if len(ends) == 3:  # the release's: let the slow failure answer first
+    def slow_send(cursor: Any, sql: bytes | str, params: Any = None) -> None:
+        ends.append(sql)
+        if len(ends) == 2:  # the release: let the slow failure answer first
             time.sleep(0.2)
-        queued_sync(pipeline)
+        send(cursor, sql, params)
 
-    monkeypatch.setattr(engine, "_end_segment", end_segment)
+    monkeypatch.setattr(postgres, "_send", slow_send)
 
     def doomed(tx: Tx) -> None:
         _ = tx.now
@@ -173,7 +172,7 @@ def test_an_error_that_arrives_while_the_release_is_sent_still_frees_the_gate(
 
     with pytest.raises(psycopg.errors.UniqueViolation):
         store.write(doomed, Gate.project("prj_a"))
-    assert len(ends) == 3  # the gate's, COMMIT's and the release's Sync
+    assert len(ends) == 2 and ends[0] == b"COMMIT"  # COMMIT, then the release
     assert _advisory_locks(pg_url) == 0
     _no_transaction_left_open(store)
     assert store.read(lambda tx: tx.meta.get("kept")) == "1"
@@ -230,10 +229,41 @@ def test_reads_sent_together_answer_as_one_by_one_around_unanswered_writes(store
     assert store.write(run) == [2, 1, 2]
 
 
-def test_psycopg_still_queues_a_sync_without_waiting() -> None:
-    """The store queues Syncs with psycopg's private `_enqueue_sync` (one round trip fewer
-    per write); if an upgrade removes it, writes still work (above) but wait once more."""
-    assert callable(getattr(psycopg.Pipeline, "_enqueue_sync", None))
+def test_the_store_calls_no_private_driver_api() -> None:
+    """STYLE 16: only public psycopg and sqlite3 calls (a private one, such as psycopg's
+    `Pipeline._enqueue_sync`, may change in any release)."""
+    private = {
+        name
+        for kind in (psycopg.Pipeline, psycopg.Connection, psycopg.Cursor, sqlite3.Connection, sqlite3.Cursor)
+        for name in dir(kind)
+        if name.startswith("_") and not name.startswith("__")
+    }
+    used = [
+        f"{path.name}:{node.lineno} {name}"
+        for path in sorted(Path(postgres.__file__).parent.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for name in _private_names(node)
+        if name in private
+    ]
+    assert not used, used
+
+
+_LOOKUPS = ("getattr", "hasattr")
+
+
+def _private_names(node: ast.AST) -> list[str]:
+    """Private names `node` reaches on an object other than `self`: `x._name`, or
+    `getattr(x, "_name", ...)`."""
+    if isinstance(node, ast.Attribute) and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+        return [node.attr]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+    ):
+        args = node.args[1:2]  # type: ignore[attr-defined]
+        return [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return []
 
 
 # A project's writes commit in groups -------------------------------------------------
@@ -241,7 +271,7 @@ def _as_one_group(store: Store, gate: Gate, writes: list[Any]) -> list[object]:
     """Run `writes` from threads of their own so that they commit as one group: the chain's
     leader lock is held until every one of them is queued. Each write's result, or what it
     raised."""
-    group = store._chain_group(gate)
+    group = store.backend.chain_group(gate)
     assert group is not None
     outcomes: list[object] = [None] * len(writes)
 
@@ -282,13 +312,13 @@ def test_queued_writes_of_a_project_commit_as_one_group_and_one_that_raises_fail
 
     gate = Gate.project("prj_a")
     outcomes = _as_one_group(store, gate, [_setting("a", "1"), refused, _setting("c", "1"), _increment])
-    group = store._chain_group(gate)
+    group = store.backend.chain_group(gate)
     assert group is not None and group.groups == 1 and group.grouped == 4  # one transaction
     assert outcomes[0] == "1" and outcomes[2] == "1" and outcomes[3] is None
     assert isinstance(outcomes[1], ValueError)
     seen = store.read(lambda tx: [tx.meta.get(k) for k in ("a", "b", "c", "n")])
     assert seen == ["1", None, "1", "1"]  # the refused write left nothing, the others all stay
-    assert store.regrouped == 0
+    assert store.backend.regrouped == 0
     assert _advisory_locks(pg_url) == 0
     _no_transaction_left_open(store)
 
@@ -309,7 +339,7 @@ def test_a_database_error_in_a_group_fails_only_the_write_that_made_it(store: St
     assert [outcomes[0], outcomes[2], outcomes[3]] == ["1", None, "1"]
     seen = store.read(lambda tx: [tx.meta.get(k) for k in ("a", "lost", "n", "c", "kept")])
     assert seen == ["1", None, "1", "1", "1"]
-    assert store.regrouped == 1
+    assert store.backend.regrouped == 1
     assert _advisory_locks(pg_url) == 0
     _no_transaction_left_open(store)
 
@@ -326,7 +356,7 @@ def test_many_threads_writing_one_project_lose_no_update(store: Store) -> None:
     for t in threads:
         t.join(120)
     assert store.read(lambda tx: tx.meta.get("n")) == "200"
-    group = store._chain_group(gate)
+    group = store.backend.chain_group(gate)
     assert group is not None and group.groups <= 200
 
 
@@ -359,15 +389,15 @@ def test_a_group_whose_session_is_lost_after_commit_was_sent_runs_nothing_again(
 ) -> None:
     """Committed or not, nobody can tell: every write of the group gets the error, as a write
     alone does, and none is run again (it could apply twice)."""
-    sent = engine._after_sync
+    sent = postgres._send
     runs: list[str] = []
 
-    def lost_at_commit(pipeline: Any, cursor: Any, sql: bytes | str, params: Any = None) -> None:
+    def lost_at_commit(cursor: Any, sql: bytes | str, params: Any = None) -> None:
         if sql == b"COMMIT":
             pid = cursor.connection.info.backend_pid
             with _raw(pg_url) as admin:
                 admin.execute("SELECT pg_terminate_backend(%s, 10000)", (pid,))
-        sent(pipeline, cursor, sql, params)
+        sent(cursor, sql, params)
 
     def counted(key: str) -> Any:
         def run(tx: Tx) -> None:
@@ -376,9 +406,9 @@ def test_a_group_whose_session_is_lost_after_commit_was_sent_runs_nothing_again(
 
         return run
 
-    monkeypatch.setattr(engine, "_after_sync", lost_at_commit)
+    monkeypatch.setattr(postgres, "_send", lost_at_commit)
     outcomes = _as_one_group(store, Gate.project("prj_a"), [counted("a"), counted("b"), counted("c")])
     assert all(isinstance(o, psycopg.OperationalError) for o in outcomes), outcomes
-    assert sorted(runs) == ["a", "b", "c"] and store.regrouped == 0
-    monkeypatch.setattr(engine, "_after_sync", sent)
+    assert sorted(runs) == ["a", "b", "c"] and store.backend.regrouped == 0
+    monkeypatch.setattr(postgres, "_send", sent)
     assert store.read(lambda tx: [tx.meta.get(k) for k in "abc"]) == [None, None, None]

@@ -51,7 +51,6 @@ class BranchStore(Store):
     ) -> None:
         self.url = base.url
         self.dialect = base.dialect
-        self.is_sqlite = base.is_sqlite
         self.clock_source = base.clock_source
         self.writer_gate = False
         self.engine = base.engine
