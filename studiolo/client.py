@@ -496,7 +496,9 @@ class Client:
         bases: Mapping[str, int],
         file_deps: Mapping[str, int] | None = None,
         collection_deps: Mapping[str, int] | None = None,
+        modes: Mapping[str, FileMode] | None = None,
     ) -> s.CandidateOut:
+        """`modes`: written path → mode (absent: regular); the digest binds it."""
         from studiolo.api import requests as q
 
         body = q.CandidateIn(
@@ -504,6 +506,7 @@ class Client:
             bases=dict(bases),
             file_deps=dict(file_deps or {}),
             collection_deps=dict(collection_deps or {}),
+            modes=dict(modes or {}),
         )
         return self.send_candidate(attempt_id, body)
 

@@ -9,7 +9,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from studiolo.clock import ManualClock
-from studiolo.core.model import Attempt, Candidate, Principal, Receipt, Task
+from studiolo.core.model import Attempt, Candidate, FileMode, Principal, Receipt, Task
 from studiolo.keys import public_key_text, sign
 from studiolo.service import CandidateDraft, Coordinator, make_request
 from studiolo.service.completion import CompletionOutcome
@@ -56,11 +56,12 @@ class World:
         collections: dict[str, int] | None = None,
         bases: dict[str, int] | None = None,
         who: Principal | None = None,
+        modes: dict[str, FileMode] | None = None,
     ) -> Candidate:
         digests = {p: (self.put(b) if b is not None else None) for p, b in files.items()}
         if bases is None:
             bases = {p: self.coord.read_revision(self.admin, self.project_id, p) for p in files}
-        draft = CandidateDraft(digests, bases, deps or {}, collections or {})
+        draft = CandidateDraft(digests, bases, deps or {}, collections or {}, modes or {})
         return self.coord.submit_candidate(who or self.agent, attempt.id, draft)
 
     def receipt(

@@ -191,6 +191,12 @@ class CandidateIn(_In):
     collection_deps: dict[str, Rev] = Field(
         default_factory=dict, description="`prefix/` → collection revision read"
     )
+    modes: dict[str, FileMode] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,  # an all-regular candidate reads as it did before modes
+        description="written path → regular or executable (git's 100644 / 100755); absent: regular."
+        " The candidate digest binds it, and the completion gives it to the artifact revision.",
+    )
 
 
 class ReceiptIn(_In):

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 
+from studiolo.core.enums import FileMode
+
 __all__ = [
     "ArtifactOut",
     "AttemptOut",
@@ -135,6 +137,7 @@ class CandidateOut(_Out):
     dependency_digest: str
     write_set: SortedNames
     created_at: float
+    modes: dict[str, FileMode] = {}  # written path → mode, executable paths only
 
 
 class ReceiptOut(_Out):

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from studiolo.core.enums import FileMode
 
 __all__ = ["CandidateTree", "TreeEntry", "VerificationItem"]
 
@@ -35,6 +37,9 @@ class VerificationItem(_Value):
     file_deps: dict[str, int]
     collection_deps: dict[str, int]
     issuer: str  # the verifier principal this item was listed for (the receipt's `issuer`)
+    # written path → mode, executable paths only; left out when empty, so a verifier from
+    # before modes still reads an all-regular candidate (and refuses an executable one)
+    modes: dict[str, FileMode] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 class TreeEntry(_Value):
@@ -43,6 +48,7 @@ class TreeEntry(_Value):
     revision: int | None  # None: a candidate file, not published yet
     # "current", "declared" (a file dependency at its declared revision), "candidate"
     source: Literal["current", "declared", "candidate"]
+    mode: FileMode = Field(default=FileMode.REGULAR, exclude_if=lambda v: v == FileMode.REGULAR)
 
 
 class CandidateTree(_Value):

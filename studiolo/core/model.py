@@ -43,6 +43,7 @@ __all__ = [
     "Task",
     "TaskStatus",
     "VerdictIsolation",
+    "candidate_digest",
 ]
 
 
@@ -227,10 +228,28 @@ class Candidate:
     digest: str
     dependency_digest: str
     created_at: float
+    # written path → its mode where it is not regular (a delete has none): what the
+    # completion gives the artifact revision, bound by the digest (`candidate_digest`)
+    modes: Mapping[str, FileMode] = field(default_factory=dict)
 
     @property
     def write_set(self) -> frozenset[str]:
         return frozenset(self.files)
+
+    def mode_of(self, path: str) -> FileMode:
+        """The mode the completion gives `path` (regular unless the candidate says otherwise)."""
+        return self.modes.get(path, FileMode.REGULAR)
+
+
+def candidate_digest(files: Mapping[str, str | None], modes: Mapping[str, FileMode]) -> str:
+    """The digest a receipt binds: the file map and, when any written path is executable,
+    the sorted list of those paths. The same bytes at 100644 and at 100755 are two
+    candidates; a candidate with no executable path has the digest it had before modes."""
+    body: dict[str, Any] = {"files": dict(files)}
+    executable = sorted(p for p, m in modes.items() if m == FileMode.EXECUTABLE and files.get(p))
+    if executable:
+        body["executable"] = executable
+    return digest_json(body)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -33,12 +32,6 @@ def submit_git(
     found = worktree.changes(directory)
     if not found.writes and not found.deletes:
         raise ValueError(f"nothing changed in {directory} since {manifest['base_commit'][:12]}")
-    for path, mode in sorted(found.modes.items()):
-        print(
-            f"warning: {path} is {mode} in the work tree; a candidate carries bytes, not modes"
-            " (a direct edit with `mode` sets it)",
-            file=sys.stderr,
-        )
     files: dict[str, str | None] = {p: c.put_blob(data).digest for p, data in found.writes.items()}
     files.update(dict.fromkeys(found.deletes))
     base: dict[str, Any] = manifest["files"]
@@ -47,7 +40,7 @@ def submit_git(
     else:
         deps = found.unchanged_near
     dirs = {p: c.collection(p, project=project).revision for p in collections}
-    return c.submit_candidate(attempt_id, files, found.bases, deps, dirs)
+    return c.submit_candidate(attempt_id, files, found.bases, deps, dirs, found.modes)
 
 
 def rebase_git(c: Client, token: str | None, directory: Path) -> worktree.Rebased:

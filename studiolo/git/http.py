@@ -27,6 +27,7 @@ from starlette.routing import Route
 from studiolo._exceptions import StudioloError
 from studiolo.core.model import Principal
 from studiolo.git.child import ProjectorProcess
+from studiolo.git.pktline import RESULT_TYPE, refused_push
 from studiolo.git.projector import Projector, repository_path
 from studiolo.git.push import quarantine
 from studiolo.git.receive import Receiver
@@ -38,7 +39,8 @@ __all__ = ["mount_git"]
 
 _SERVICES = {"git-upload-pack", "git-receive-pack"}  # a push goes to a quarantine (push.py)
 _PATHS = re.compile(r"^(info/refs|git-upload-pack|git-receive-pack|HEAD)$")
-_MAX_BODY = 16 * 1024 * 1024
+_MAX_BODY = 16 * 1024 * 1024  # a request's body: a push's pack, a fetch's negotiation
+_DRAIN = 4 * _MAX_BODY  # read and dropped past the cap, so that the client reads the refusal
 _BASIC = {"WWW-Authenticate": 'Basic realm="studiolo"'}
 
 
@@ -131,13 +133,37 @@ async def _serve(request: Request, door: Coordinator, projector: Projector, root
         await run_in_threadpool(projector.publish, project_id)  # a clone sees the ledger's last change
     if not (repository_path(root, project_id) / "HEAD").is_file():
         return PlainTextResponse(f"project {project_id} has published nothing yet\n", status_code=404)
-    body = await request.body()
-    if len(body) > _MAX_BODY:
-        return PlainTextResponse("request too large\n", status_code=413)
+    body, size = await _bounded_body(request, _MAX_BODY)
+    if size > _MAX_BODY:
+        if rest != "git-receive-pack":
+            return PlainTextResponse("request too large\n", status_code=413)
+        return Response(refused_push(body, _too_large(size)), media_type=RESULT_TYPE)
     path = f"/{name}/{rest}"
     if rest == "git-receive-pack" or service == "git-receive-pack":
         return await run_in_threadpool(_receive, request, door, projector, project_id, path, body, caller)
     return await run_in_threadpool(_backend, request, root, path, body, caller)
+
+
+async def _bounded_body(request: Request, cap: int) -> tuple[bytes, int]:
+    """The body up to `cap` bytes, and its size. Past the cap the rest is read and dropped
+    (up to `_DRAIN`), so the client reads the answer instead of a broken connection."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        if size < cap:
+            chunks.append(chunk[: cap - size])
+        size += len(chunk)
+        if size > _DRAIN:
+            break
+    return b"".join(chunks), size
+
+
+def _too_large(size: int) -> str:
+    more = f"over {_DRAIN >> 20}" if size > _DRAIN else f"{size / (1 << 20):.1f}"
+    return (
+        f"the push is {more} MiB, over the {_MAX_BODY >> 20} MiB one push request may carry;"
+        " nothing was applied\npush fewer or smaller files at a time"
+    )
 
 
 def _receive(

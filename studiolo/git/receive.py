@@ -216,7 +216,8 @@ class Receiver:
         deps = self._at_parent(repo, parent.tree, ledger, named)
         collections = {d: self._collection_at_parent(repo, parent.tree, ledger, d) for d in dir_deps}
         files = self._upload(repo, changes)
-        draft = CandidateDraft(files, bases, deps, collections)
+        modes = {p: e[1] for p, e in changes.items() if e is not None}
+        draft = CandidateDraft(files, bases, deps, collections, modes)
         cand = self.door.submit_candidate(self.caller, attempt_id, draft)
         moded = sorted(p for p, e in changes.items() if e is not None and e[1] != _mode_of(ledger.get(p)))
         lines = [
@@ -227,7 +228,7 @@ class Receiver:
             "studiolo: verify and complete it as any candidate; main moves when its completion is accepted",
         ]
         if moded:
-            lines.append(f"studiolo: a candidate carries bytes, not modes: {moded[:5]} keep their mode")
+            lines.append(f"studiolo: modes changed (bound by the candidate digest): {moded[:5]}")
         return "\n".join(lines) + "\n"
 
     def _attempt(self, target: str) -> str:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from studiolo.core.enums import FileMode
+
 __all__ = [
     "MANIFEST",
     "Rebased",
@@ -155,7 +157,7 @@ def rebase(
 class WorkTreeChanges:
     writes: dict[str, bytes] = field(default_factory=dict)  # path → new bytes (adds, edits, renames' targets)
     deletes: list[str] = field(default_factory=list)
-    modes: dict[str, str] = field(default_factory=dict)  # path → "executable"/"regular" where it changed
+    modes: dict[str, FileMode] = field(default_factory=dict)  # written path → its work tree mode
     bases: dict[str, int] = field(default_factory=dict)
     unchanged_near: dict[str, int] = field(default_factory=dict)  # the default reads: see `changes`
 
@@ -180,14 +182,12 @@ def changes(directory: Path) -> WorkTreeChanges:
     out = WorkTreeChanges()
     for path, info in sorted(present.items()):
         data = (directory / path).read_bytes()
-        executable = "executable" if info.st_mode & stat.S_IXUSR else "regular"
-        was = base_tree.get(path, ("100644", ""))[0] == "100755"
-        if (path in base and executable != ("executable" if was else "regular")) or (
-            path not in base and executable == "executable"
-        ):
-            out.modes[path] = executable
-        if path not in base or base[path]["digest"] != _digest(data):
+        mode = FileMode.EXECUTABLE if info.st_mode & stat.S_IXUSR else FileMode.REGULAR
+        was = FileMode.EXECUTABLE if base_tree.get(path, ("",))[0] == "100755" else FileMode.REGULAR
+        # a changed executable bit is a change of its own, equal bytes or not
+        if path not in base or base[path]["digest"] != _digest(data) or mode is not was:
             out.writes[path] = data
+            out.modes[path] = mode
             out.bases[path] = base[path]["revision"] if path in base else 0
     for path, entry in base.items():
         if path not in present:

@@ -96,6 +96,7 @@ class Context:
             files={p: d for p, d in cand.files.items() if may_read(p)},
             bases={p: r for p, r in cand.bases.items() if may_read(p)},
             file_deps={p: r for p, r in cand.file_deps.items() if may_read(p)},
+            modes={p: m for p, m in cand.modes.items() if may_read(p)},
         )
 
     def sees_project(self, tx: Tx, caller: Principal, project_id: str) -> bool:

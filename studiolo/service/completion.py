@@ -257,7 +257,9 @@ class CompletionOps:
         current: dict[str, int],
     ) -> Completion:
         completion_id = self.ctx.ids.new("cmp")
-        revisions = tx.content.publish(task.project_id, cand.files, tx.now, caller.id, completion_id, current)
+        revisions = tx.content.publish(
+            task.project_id, cand.files, tx.now, caller.id, completion_id, current, cand.modes
+        )
         commit_version = tx.audit.next_seq(task.project_id)
         key = self.ctx.service_key(tx)
         evidence, digest = sorted(set(q.evidence)), q.digest()
@@ -322,6 +324,6 @@ class CompletionOps:
             "contract": task.contract_hash,
             "completion": completion_id,
         }
-        changes = {p: (d, None) for p, d in cand.files.items()}  # a candidate keeps each path's mode
+        changes = {p: (d, cand.mode_of(p) if d else None) for p, d in cand.files.items()}
         tx.publications.append(task.project_id, seq, "completion", caller.id, tx.now, changes, meta)
         return completion

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from studiolo._exceptions import Conflict, InvalidRequest, NotAuthorized, NotFound, PayloadTooLarge
 from studiolo.core.canonical import digest_bytes, digest_json, is_digest
@@ -16,6 +16,7 @@ from studiolo.core.model import (
     FileMode,
     Observation,
     Principal,
+    candidate_digest,
 )
 from studiolo.core.paths import matches_any, normalize_path, normalize_prefix
 from studiolo.core.reasons import ErrorReason, Reason
@@ -41,6 +42,25 @@ class CandidateDraft:
     bases: Mapping[str, int]
     file_deps: Mapping[str, int]
     collection_deps: Mapping[str, int]
+    modes: Mapping[str, FileMode] = field(default_factory=dict)  # written path → mode; absent: regular
+
+
+def _modes(raw: Mapping[str, FileMode], files: Mapping[str, str | None]) -> dict[str, FileMode]:
+    """The draft's modes, normalized: only written paths of the candidate, only the executable
+    ones kept (regular is the default, so one candidate has one spelling and one digest)."""
+    out: dict[str, FileMode] = {}
+    for path, mode in raw.items():
+        norm = normalize_path(path)
+        try:
+            value = FileMode(mode)
+        except ValueError:
+            raise InvalidRequest(f"unknown mode {str(mode)[:40]!r} for {norm!r}") from None
+        if norm not in files or (files[norm] is None and value is not FileMode.REGULAR):
+            raise InvalidRequest(f"a mode for {norm!r}, which the candidate does not write")
+        if out.get(norm, value) is not value:
+            raise InvalidRequest(f"two spellings of {norm!r} have different modes")
+        out[norm] = value
+    return {p: m for p, m in sorted(out.items()) if m is FileMode.EXECUTABLE}
 
 
 def _revision(value: object, what: str) -> int:
@@ -229,7 +249,8 @@ class ContentOps:
             raise InvalidRequest(f"declare a base revision for exactly the targets: {missing}")
         file_deps = _normalized_map(draft.file_deps, "file dependencies")
         dir_deps = _normalized_map(draft.collection_deps, "collection dependencies", prefix=True)
-        digest = digest_json({"files": files})
+        modes = _modes(draft.modes, files)
+        digest = candidate_digest(files, modes)
         dep_digest = digest_json({"bases": bases, "files": file_deps, "collections": dir_deps})
 
         def run(tx: Tx) -> Candidate:
@@ -260,6 +281,7 @@ class ContentOps:
                 digest,
                 dep_digest,
                 tx.now,
+                modes,
             )
             tx.content.add_candidate(task.project_id, cand)
             self.ctx.audit(
@@ -274,6 +296,7 @@ class ContentOps:
                 dependency_digest=dep_digest,
                 write_set=sorted(files),
                 files=files,
+                **({"modes": dict(modes)} if modes else {}),
                 bases=bases,
                 file_deps=file_deps,
                 collection_deps=dir_deps,

@@ -72,6 +72,7 @@ def work_items(tx: Tx, caller: Principal, task: Task, mine: Mapping[str, Checker
                     file_deps=dict(cand.file_deps),
                     collection_deps=dict(cand.collection_deps),
                     issuer=caller.id,
+                    modes=dict(cand.modes),
                 )
             )
     return out
@@ -80,7 +81,7 @@ def work_items(tx: Tx, caller: Principal, task: Task, mine: Mapping[str, Checker
 def declared_tree(tx: Tx, project_id: str, cand: Candidate) -> tuple[dict[str, TreeEntry], tuple[str, ...]]:
     """Path → entry of the tree to check, and the declared dependencies it cannot reproduce."""
     files = {
-        a.path: TreeEntry(path=a.path, digest=a.digest, revision=a.revision, source="current")
+        a.path: TreeEntry(path=a.path, digest=a.digest, revision=a.revision, source="current", mode=a.mode)
         for a in tx.content.artifacts(project_id)
         if a.digest is not None
     }
@@ -93,11 +94,16 @@ def declared_tree(tx: Tx, project_id: str, cand: Candidate) -> tuple[dict[str, T
         if not old:
             unreproducible.append(path)
         elif old[0]["digest"] is not None:
-            files[path] = TreeEntry(path=path, digest=old[0]["digest"], revision=rev, source="declared")
+            was = old[0]
+            files[path] = TreeEntry(
+                path=path, digest=was["digest"], revision=rev, source="declared", mode=was["mode"]
+            )
     now = tx.content.collection_revisions(project_id, cand.collection_deps)
     unreproducible.extend(p for p, rev in sorted(cand.collection_deps.items()) if now[p] != rev)
     for path, digest in cand.files.items():
         files.pop(path, None)
         if digest is not None:
-            files[path] = TreeEntry(path=path, digest=digest, revision=None, source="candidate")
+            files[path] = TreeEntry(
+                path=path, digest=digest, revision=None, source="candidate", mode=cand.mode_of(path)
+            )
     return files, tuple(unreproducible)

@@ -46,7 +46,7 @@ _BLOBS_HELD = "SELECT 0, digest FROM blobs WHERE digest IN "
 _BLOB_REFS_HELD = "SELECT 1, digest FROM blob_refs WHERE project_id = :p AND "
 _INSERT_CANDIDATE = (
     "INSERT INTO candidates (id, project_id, task_id, attempt_id, manifest, digest, dependency_digest,"
-    " created_at) VALUES (:id, :p, :task, :attempt, :manifest, :d, :dd, :at)"
+    " created_at, modes) VALUES (:id, :p, :task, :attempt, :manifest, :d, :dd, :at, :modes)"
 )
 _CANDIDATE_SQL = f"SELECT {columns(s.candidates, 'c')} FROM candidates c WHERE c.id = :id"
 _CANDIDATES_OF = (
@@ -86,22 +86,14 @@ def _values(n: int, names: tuple[str, ...], literal: str = "") -> str:
     return ", ".join(f"(:p, {row})" for row in rows)
 
 
-# A completion keeps a live path's mode; a tombstone is regular, and so is a path that comes back.
-_KEEP_MODE = (
-    "mode = CASE WHEN excluded.digest IS NULL OR artifacts.digest IS NULL"  # keep
-    " THEN 'regular' ELSE artifacts.mode END"
-)
-
-
 @functools.lru_cache(maxsize=64)
 def _upsert_artifacts(n: int) -> str:
     return (
-        "INSERT INTO artifacts (project_id, path, digest, updated_at, revision) VALUES "
-        + _values(n, ("path", "d", "at"), "1")
+        "INSERT INTO artifacts (project_id, path, digest, updated_at, mode, revision) VALUES "
+        + _values(n, ("path", "d", "at", "m"), "1")
         + " ON CONFLICT (project_id, path) DO UPDATE SET revision = artifacts.revision + 1,"
-        " digest = excluded.digest, updated_at = excluded.updated_at, "
-        + _KEEP_MODE
-        + " RETURNING path, revision"
+        " digest = excluded.digest, updated_at = excluded.updated_at, mode = excluded.mode"
+        " RETURNING path, revision"
     )
 
 
@@ -111,11 +103,11 @@ def _move_artifacts(n: int) -> str:
     path), nothing returned; a pointer that is not at the revision before fails the
     statement (NULL into a NOT NULL column) rather than being moved."""
     return (
-        "INSERT INTO artifacts (project_id, path, digest, updated_at, revision) VALUES "
-        + _values(n, ("path", "d", "at", "rev"))
+        "INSERT INTO artifacts (project_id, path, digest, updated_at, mode, revision) VALUES "
+        + _values(n, ("path", "d", "at", "m", "rev"))
         + " ON CONFLICT (project_id, path) DO UPDATE SET revision ="
         " CASE WHEN artifacts.revision + 1 = excluded.revision THEN excluded.revision END,"
-        " digest = excluded.digest, updated_at = excluded.updated_at, " + _KEEP_MODE
+        " digest = excluded.digest, updated_at = excluded.updated_at, mode = excluded.mode"
     )
 
 
@@ -127,24 +119,10 @@ def _add_blob_refs(n: int) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _insert_revisions(n: int) -> str:
-    """The history rows of a completion: a changed live path keeps the mode its pointer has
-    (a candidate changes bytes, not modes), read by primary key; a new path, a delete and a
-    path that comes back are regular (`_KEEP_MODE`). Whether the pointer's statement ran yet
-    does not matter: it changes no live path's mode."""
-    # The casts: a parameter both inserted (varchar) and compared (text) needs one type on PostgreSQL.
-    mode = (
-        "CASE WHEN CAST(:d_{i} AS VARCHAR) IS NULL THEN 'regular'"
-        " ELSE COALESCE((SELECT a.mode FROM artifacts a"
-        " WHERE a.project_id = CAST(:p AS VARCHAR) AND a.path = CAST(:path_{i} AS VARCHAR)"
-        " AND a.digest IS NOT NULL), 'regular') END"
-    )
-    rows = (
-        f"(:p, :path_{i}, :rev_{i}, :d_{i}, :at_{i}, :actor_{i}, :cause_{i}, {mode.format(i=i)})"
-        for i in range(n)
-    )
+    """The history rows of a completion, each with the mode the candidate gives its path."""
     return (
         "INSERT INTO artifact_revisions (project_id, path, revision, digest, changed_at, actor, cause, mode)"
-        " VALUES " + ", ".join(rows)
+        " VALUES " + _values(n, ("path", "rev", "d", "at", "actor", "cause", "m"))
     )
 
 
@@ -350,9 +328,12 @@ class ContentRepo:
         actor: str,
         cause: str,
         current: Mapping[str, int] | None = None,
+        modes: Mapping[str, FileMode] | None = None,
     ) -> dict[str, int]:
         """Move the pointers of several paths at once, as `write_artifact` does one by one:
         three statements per chunk of paths (pointers, history, collection counters).
+        `modes`: a written path's mode (absent: regular, as a candidate says); a tombstone
+        is regular.
 
         `current`: each path's revision (0: none), read earlier in this write (under the
         project's gate nothing moves them meanwhile). Then no statement waits for an answer
@@ -361,7 +342,9 @@ class ContentRepo:
         revisions: dict[str, int] = {}
         for i in range(0, len(paths), _CHUNK):
             part = paths[i : i + _CHUNK]
-            revisions.update(self._publish_chunk(project_id, part, files, current, at, actor, cause))
+            given = modes or {}
+            kinds = [given.get(p, FileMode.REGULAR).value if files[p] else "regular" for p in part]
+            revisions.update(self._publish_chunk(project_id, part, files, kinds, current, at, actor, cause))
         bumps = Counter(prefix for path in paths for prefix in ancestors(path))
         prefixes = sorted(bumps)
         for i in range(0, len(prefixes), _CHUNK):
@@ -375,16 +358,17 @@ class ContentRepo:
         project_id: str,
         paths: list[str],
         files: Mapping[str, str | None],
+        kinds: list[str],
         current: Mapping[str, int] | None,
         at: float,
         actor: str,
         cause: str,
     ) -> dict[str, int]:
-        """The pointers and the history of up to `_CHUNK` paths: the pointers' statement
-        answers their new revisions, unless `current` gave them."""
+        """The pointers and the history of up to `_CHUNK` paths (`kinds`: their modes): the
+        pointers' statement answers their new revisions, unless `current` gave them."""
         n = len(paths)
         digests = [files[p] for p in paths]
-        rows = {"p": project_id} | _rows(n, path=paths, d=digests, at=[at] * n)
+        rows = {"p": project_id} | _rows(n, path=paths, d=digests, at=[at] * n, m=kinds)
         if current is None:
             revisions = {str(path): int(rev) for path, rev in self._raw.all(_upsert_artifacts(n), rows)}
         else:
@@ -398,6 +382,7 @@ class ContentRepo:
             at=[at] * n,
             actor=[actor] * n,
             cause=[cause] * n,
+            m=kinds,
         )
         self._raw.send(_insert_revisions(n), {"p": project_id} | history)
         return revisions
@@ -503,6 +488,7 @@ class ContentRepo:
                 "d": c.digest,
                 "dd": c.dependency_digest,
                 "at": c.created_at,
+                "modes": dumps({p: FileMode(m).value for p, m in sorted(c.modes.items())}),
             },
         )
 
@@ -606,7 +592,7 @@ def _artifact(row: Row[Any]) -> Artifact:
 
 def candidate_of(row: Sequence[Any]) -> Candidate:
     """A candidate from its columns in table order (a SQLAlchemy row or a driver tuple)."""
-    cid, _project, task_id, attempt_id, manifest, digest, dependency_digest, created_at = row
+    cid, _project, task_id, attempt_id, manifest, digest, dependency_digest, created_at, modes = row
     m = loads(manifest)
     return Candidate(
         id=cid,
@@ -619,4 +605,5 @@ def candidate_of(row: Sequence[Any]) -> Candidate:
         digest=digest,
         dependency_digest=dependency_digest,
         created_at=created_at,
+        modes={p: FileMode(v) for p, v in loads(modes).items()},
     )

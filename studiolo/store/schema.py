@@ -210,6 +210,8 @@ candidates = Table(
     Column("digest", String(80), nullable=False),
     Column("dependency_digest", String(80), nullable=False),
     Column("created_at", Float, nullable=False),
+    # JSON: written path → mode, executable paths only (migration 0015)
+    Column("modes", Text, nullable=False, server_default="{}"),
     Index("ix_candidates_attempt", "attempt_id"),
     Index("ix_candidates_task", "task_id", "created_at", "id"),  # a task view's candidates and their receipts
 )

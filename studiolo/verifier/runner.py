@@ -29,6 +29,7 @@ from studiolo._exceptions import StudioloError
 from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes, digest_json
 from studiolo.core.enums import VerdictIsolation
+from studiolo.core.model import candidate_digest
 from studiolo.core.paths import file_dir_conflicts
 from studiolo.keys import sign
 from studiolo.verifier.checkers import Checker, CheckerConfigError, CheckOutcome, registry
@@ -249,7 +250,7 @@ def _unbuildable(item: VerificationItem, spec: CandidateTree, why: str) -> tuple
 
 def _check_digests(item: VerificationItem) -> None:
     """Recompute what the receipt will bind instead of trusting the service's word for it."""
-    if digest_json({"files": dict(item.files)}) != item.candidate_digest:
+    if candidate_digest(item.files, item.modes) != item.candidate_digest:
         raise IntegrityError("the candidate digest does not match the candidate's files")
     deps = {
         "bases": dict(item.bases),

@@ -18,6 +18,7 @@ from pathlib import Path
 from studiolo._exceptions import InvalidPath
 from studiolo.api.verification import CandidateTree
 from studiolo.core.canonical import digest_bytes
+from studiolo.core.enums import FileMode
 from studiolo.core.paths import normalize_path
 
 __all__ = [
@@ -58,17 +59,18 @@ def materialize(
     (the sealed tree is read-only), so it takes its size on disk once.
     """
     blobs = _fetch_all(spec, fetch, max_bytes)
-    written: dict[str, Path] = {}
+    written: dict[tuple[str, FileMode], Path] = {}
     for entry in spec.entries:
         target = dest / _safe(entry.path)
         _mkdirs(dest, target.parent)
         if target.exists() or target.is_symlink():
             raise TreeConflict(f"{entry.path} is both a file and a directory")
-        _write(target, blobs[entry.digest], written.get(entry.digest))
-        written.setdefault(entry.digest, target)
+        key = (entry.digest, entry.mode)  # a link shares its mode: one per (bytes, mode)
+        _write(target, blobs[entry.digest], written.get(key), entry.mode)
+        written.setdefault(key, target)
 
 
-def _write(target: Path, data: bytes, same: Path | None) -> None:
+def _write(target: Path, data: bytes, same: Path | None, mode: FileMode) -> None:
     if same is not None:
         try:
             os.link(same, target)
@@ -76,6 +78,8 @@ def _write(target: Path, data: bytes, same: Path | None) -> None:
         except OSError:  # too many links, or a file system without them: write a copy
             pass
     target.write_bytes(data)
+    if mode is FileMode.EXECUTABLE:
+        target.chmod(0o755)
 
 
 def _fetch_all(spec: CandidateTree, fetch: Callable[[str], bytes], max_bytes: int | None) -> dict[str, bytes]:

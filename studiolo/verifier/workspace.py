@@ -79,7 +79,9 @@ class Workspace:
         """Make the tree and the workspace root read-only; remember the tree's digest."""
         for dirpath, _dirnames, filenames in os.walk(self.tree, topdown=False):
             for name in filenames:
-                os.chmod(os.path.join(dirpath, name), 0o444)
+                file = os.path.join(dirpath, name)
+                executable = os.stat(file, follow_symlinks=False).st_mode & stat.S_IXUSR
+                os.chmod(file, 0o555 if executable else 0o444)  # a candidate's 100755 stays so
             os.chmod(dirpath, 0o555)
         if self.group is not None:
             os.chown(self.root, -1, self.group)

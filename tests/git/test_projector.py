@@ -21,10 +21,15 @@ from tests.git.helpers import branch_files, ledger_files, projector_for
 from tests.world import World
 
 
-def _complete(w: World, files: dict[str, bytes | None], title: str = "double the number") -> str:
+def _complete(
+    w: World,
+    files: dict[str, bytes | None],
+    title: str = "double the number",
+    modes: dict[str, FileMode] | None = None,
+) -> str:
     task = w.new_task(title)
     attempt = w.coord.claim(w.agent, task.id)
-    cand = w.candidate(attempt, files)
+    cand = w.candidate(attempt, files, modes=modes)
     return w.complete(task, attempt, cand, [w.receipt(cand).id]).completion.id
 
 
@@ -36,7 +41,8 @@ def _history(repo: pygit2.Repository) -> list[pygit2.Commit]:
 def test_each_change_is_one_commit_whose_tree_is_the_ledgers(world: World, tmp_path: Path) -> None:
     w = world
     w.coord.edit_artifact(w.human, w.project_id, "src/run.sh", w.put(b"#!/bin/sh\n"), 0, FileMode.EXECUTABLE)
-    completion = _complete(w, {"src/answer.txt": b"42\n", "src/run.sh": b"#!/bin/sh\necho 42\n"})
+    files = {"src/answer.txt": b"42\n", "src/run.sh": b"#!/bin/sh\necho 42\n"}
+    completion = _complete(w, files, modes={"src/run.sh": FileMode.EXECUTABLE})
     w.edit("src/input.txt", None)  # a delete
     projector = projector_for(w, tmp_path / "git")
     assert projector.run_once() == 5  # two edits by the world, one here, a completion, a delete

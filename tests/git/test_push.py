@@ -6,6 +6,7 @@ no ref of the projection moved (docs/git.md, "Writing through git")."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -322,3 +323,26 @@ def test_concurrent_pushes_each_become_their_own_candidate(live: Actors, tmp_pat
     for who, task in tasks.items():
         (cand,) = live.client(who).task(task.id).candidates
         assert cand.files == {f"src/{who}.txt": digest_bytes(f"{who}\n".encode())}
+
+
+def test_a_push_over_the_cap_is_answered_on_the_sideband(live: Actors, tmp_path: Path) -> None:
+    """A push of 3 MiB (over the 1 MiB of a JSON route) lands; one larger than the cap
+    (16 MiB) reads as `remote: studiolo: ...` saying why, not `HTTP 413`, and nothing of it
+    lands."""
+    clone = _setup(live, tmp_path, "human")
+    middle = os.urandom(3 << 20)  # incompressible
+    (clone / "src" / "middle.bin").write_bytes(middle)
+    _commit(clone, "three MiB")
+    push = _git(live, "human", clone, "push", "origin", "HEAD:main")
+    assert push.returncode == 0, push.stderr
+    assert ledger_files(live.world)["src/middle.bin"] == (middle, FileMode.REGULAR)
+    pull = _git(live, "human", clone, "pull", "-q", "--rebase", "origin", "main")
+    assert pull.returncode == 0, pull.stderr
+    for i in range(3):  # three files under the blob limit, together over the request's cap
+        (clone / "src" / f"big{i}.bin").write_bytes(os.urandom(6 << 20))
+    _commit(clone, "eighteen MiB")
+    _refused(live, "human", clone, "HEAD:main", "remote: studiolo: the push is 18.")
+    push = _git(live, "human", clone, "push", "origin", "HEAD:main")
+    assert "over the 16 MiB one push request may carry" in push.stderr, push.stderr
+    assert "[remote rejected] HEAD -> main (the push is 18." in push.stderr
+    assert "413" not in push.stderr and "RPC failed" not in push.stderr

@@ -108,3 +108,35 @@ def test_rebase_merges_onto_the_current_commit_or_lists_conflicts(live: Actors, 
     refused = cli(live, "agent", tmp_path, "rebase", attempt2.id, str(work2), code=1)
     assert "src/lib.py" in refused
     assert b"<<<<<<<" in (work2 / "src" / "lib.py").read_bytes()
+
+
+def test_an_executable_bit_travels_from_a_checkout_to_a_clone(live: Actors, tmp_path: Path) -> None:
+    """chmod +x in a git checkout → submit → verify → complete → a fresh clone has 100755; a
+    mode change alone (the same bytes) is a change, and the receipt binds the mode."""
+    w = live.world
+    cli(live, "human", tmp_path, "git", "import", str(small_repo(tmp_path / "small")), "--ref", "main")
+    task = new_task(live.client("admin"), "make it runnable", scope=("src/**",))
+    agent = live.client("agent")
+    attempt = agent.claim(task.id)
+    work = tmp_path / "work"
+    cli(live, "agent", tmp_path, "checkout", "--git", str(work))
+    (work / "src" / "lib.py").chmod(0o755)  # the bytes unchanged: only the mode
+    (work / "src" / "run.sh").write_text("#!/bin/sh\nexec python3 -c 'print(1)'\n")
+    (work / "src" / "run.sh").chmod(0o755)
+    out = cli(live, "agent", tmp_path, "submit", attempt.id, str(work))
+    assert out["files"].keys() == {"src/lib.py", "src/run.sh"}
+    assert out["modes"] == {"src/lib.py": "executable", "src/run.sh": "executable"}
+    assert out["bases"]["src/lib.py"] == 1
+    cand = agent.candidate(out["id"])
+    regular = agent.submit_candidate(attempt.id, cand.files, cand.bases, cand.file_deps)
+    assert regular.digest != cand.digest and regular.modes == {}
+    complete(agent, task, attempt, cand, [verify(live.client("verifier"), w, cand).id])
+    arts = {a.path: a for a in live.client("admin").artifacts("src/")}
+    assert (arts["src/lib.py"].mode, arts["src/lib.py"].revision) == ("executable", 2)
+    clone = tmp_path / "clone"
+    header = f"http.extraHeader=Authorization: Bearer {live.tokens['agent']}"
+    git(tmp_path, "-c", header, "clone", "-q", f"{live.url}/git/{w.project_id}.git", str(clone))
+    modes = {line.split("\t")[1]: line.split(" ")[0] for line in git(clone, "ls-files", "-s").splitlines()}
+    assert modes["src/lib.py"] == modes["src/run.sh"] == modes["bin/tool.sh"] == "100755"
+    assert modes["README.md"] == "100644"
+    assert (clone / "src" / "run.sh").stat().st_mode & 0o100

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from studiolo.core.model import Attempt, ReceiptResult, Task
+from studiolo.core.model import Attempt, FileMode, ReceiptResult, Task
 from studiolo.keys import verify
 from studiolo.service.verification import CandidateTree, VerificationItem
 from studiolo.verifier import Checker, CheckOutcome, InProcessPort, Limits, Sandbox
@@ -52,6 +52,21 @@ def test_the_tree_is_the_declared_one(world: World, make_runner: MakeRunner) -> 
     world.edit("src/input.txt", b"22\n")  # moves on; the candidate declared r1
     [report] = make_runner().run_once()
     assert report.status == "pass", report.summary
+
+
+def test_the_checker_sees_the_candidates_executable_bit(world: World, make_runner: MakeRunner) -> None:
+    """A 100755 path is executable in the tree the checker runs in (and 100644 is not, even
+    where the same bytes are linked); the receipt binds the digest that includes the mode."""
+    checker = admit(
+        world, "modes", "command", {"argv": ["/bin/sh", "-c", "./src/run.sh && test ! -x src/same.sh"]}
+    )
+    task, attempt = _claim(world, checker)
+    script = b"#!/bin/sh\nexit 0\n"
+    files = {"src/run.sh": script, "src/same.sh": script}
+    cand = world.candidate(attempt, files, modes={"src/run.sh": FileMode.EXECUTABLE})
+    [report] = make_runner().run_once()
+    assert report.status == "pass", report.summary
+    world.complete(task, attempt, cand, [report.receipt_id or ""])
 
 
 def test_a_timeout_is_a_clear_failed_receipt(world: World, make_runner: MakeRunner) -> None:
@@ -175,6 +190,8 @@ class _LyingPort(InProcessPort):
 
     def work(self, limit: int = 100) -> list[VerificationItem]:
         items = super().work(limit)
+        if self.lie == "modes":
+            return [i.model_copy(update={"modes": {}}) for i in items]
         if self.lie == "item":
             return [
                 i.model_copy(update={"files": {**i.files, "src/answer.txt": i.files["src/input.txt"]}})
@@ -198,12 +215,13 @@ class _LyingPort(InProcessPort):
         return b"lies\n" if self.lie == "blob" else super().blob(digest)
 
 
-@pytest.mark.parametrize("lie", ["item", "tree", "blob"])
+@pytest.mark.parametrize("lie", ["item", "tree", "blob", "modes"])
 def test_the_verifier_signs_nothing_it_cannot_vouch_for(
     world: World, make_runner: MakeRunner, lie: str
 ) -> None:
     _task, attempt = _claim(world, "unit@1")
-    cand = world.candidate(attempt, {"src/answer.txt": b"42\n", "src/input.txt": b"21\n"})
+    files = {"src/answer.txt": b"42\n", "src/input.txt": b"21\n"}
+    cand = world.candidate(attempt, files, modes={"src/answer.txt": FileMode.EXECUTABLE})
     [report] = make_runner(port=_LyingPort(world, lie)).run_once()
     assert report.status == "error" and "IntegrityError" in report.summary
     assert world.coord.receipts(world.agent, cand.id) == []

@@ -30,6 +30,9 @@ class BodyCaps:
     ceiling: int  # `max_request_bytes`: bounds every rule below
     json: int  # any other route (the API, /a2a, /ui): small JSON or a form
     routes: tuple[tuple[str, re.Pattern[str], int], ...] = ()
+    # paths whose endpoint reads its body bounded itself: git's smart HTTP (studiolo/git/http.py
+    # answers a push over its cap in git's receive-pack result, which a 413 here would hide)
+    own: re.Pattern[str] = re.compile(r"/git/[^/]+/git-(upload|receive)-pack")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BodyCaps:
@@ -61,6 +64,9 @@ class BodyLimit:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.caps.own.fullmatch(scope["path"]):
             await self.app(scope, receive, send)
             return
         max_bytes = self.caps.for_request(scope["method"], scope["path"])
