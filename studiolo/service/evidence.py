@@ -133,6 +133,9 @@ class EvidenceOps:
                     checker=receipt.checker,
                     result=receipt.result.value,
                     log_digest=receipt.log_digest,
+                    # authority time from the candidate's submission to this receipt: the
+                    # metric `studiolo_verifier_check_duration_seconds`
+                    checked_after=round(max(0.0, tx.now - cand.created_at), 6),
                 )
             return receipt
 
