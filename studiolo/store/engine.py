@@ -106,6 +106,7 @@ from studiolo.store.hooks import StoreHooks
 from studiolo.store.locate import locate_project
 from studiolo.store.publications import PublicationRepo
 from studiolo.store.remote import RemoteRepo
+from studiolo.store.retention import RetentionRepo
 from studiolo.store.work import WorkRepo
 
 __all__ = ["WRITER_GATE", "ClockSource", "Gate", "Store", "Tx"]
@@ -174,6 +175,7 @@ class Tx:
         self.a2a = A2ARepo(conn)
         self.remote = RemoteRepo(conn)
         self.publications = PublicationRepo(conn)
+        self.retention = RetentionRepo(conn)
         self._authority: Callable[[], tuple[float, str]] = lambda: (0.0, "")
         self._expect: Callable[[], None] | None = None  # sends the clock's read ahead (`expect_clock`)
         self._read: tuple[float, str] | None = None
