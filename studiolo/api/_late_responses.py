@@ -24,13 +24,18 @@ __all__ = [
     "HandoffRefOut",
     "HandoffViewOut",
     "HealthOut",
+    "HoldOut",
     "IssuedOut",
     "ObservationOut",
     "OrientationOut",
     "PolicyOut",
     "ReconfirmedOut",
     "RemoteOrgOut",
+    "RetentionOut",
+    "RetentionPolicyOut",
     "RevokedOut",
+    "SweepReportOut",
+    "TombstoneOut",
 ]
 
 
@@ -234,3 +239,69 @@ class GitImportOut(_Out):
     deleted: int
     unchanged: int
     tree_digest: str
+
+
+class RetentionPolicyOut(_Out):
+    """Seconds each kind is kept (null: for ever)."""
+
+    candidates: float | None
+    verifier_logs: float | None
+    delegations: float | None
+
+
+class HoldOut(_Out):
+    id: str
+    project_id: str
+    task_id: str | None  # null: the whole project
+    reason: str
+    placed_by: str
+    placed_at: float
+    released_at: float | None
+    released_by: str | None
+    release_reason: str | None
+    live: bool
+
+
+class TombstoneOut(_Out):
+    """Deleted bytes: what, of what, by whom (`retention`: a sweep), when and why; `text` says it."""
+
+    project_id: str
+    digest: str
+    size: int
+    paths: list[str]
+    subject: str
+    reason: str
+    deleted_by: str
+    deleted_at: float
+    text: str
+
+    @classmethod
+    def of(cls, stone: Any) -> TombstoneOut:
+        return cls.model_validate({**{k: getattr(stone, k) for k in cls.model_fields if k != "text"},
+                                   "paths": list(stone.paths), "text": stone.text()})  # fmt: skip
+
+
+class RetentionOut(_Out):
+    project_id: str
+    policy: RetentionPolicyOut
+    holds: list[HoldOut]
+    deleted: list[TombstoneOut]  # the latest 100
+    swept: dict[str, int]  # kind → subjects retention sweeps took
+
+    @classmethod
+    def of(cls, status: Any) -> RetentionOut:
+        return cls(
+            project_id=status.project_id,
+            policy=RetentionPolicyOut.model_validate(status.policy),
+            holds=[HoldOut.model_validate(h) for h in status.holds],
+            deleted=[TombstoneOut.of(t) for t in status.deleted],
+            swept=dict(status.swept),
+        )
+
+
+class SweepReportOut(_Out):
+    project_id: str
+    swept: dict[str, int]  # kind → subjects taken
+    blobs: int  # blobs deleted (bytes nothing else names)
+    bytes: int
+    more: bool

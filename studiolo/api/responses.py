@@ -37,6 +37,7 @@ __all__ = [
     "HandoffRefOut",
     "HandoffViewOut",
     "HealthOut",
+    "HoldOut",
     "IssuedOut",
     "ObservationOut",
     "OrientationOut",
@@ -46,10 +47,14 @@ __all__ = [
     "ReceiptOut",
     "ReconfirmedOut",
     "RemoteOrgOut",
+    "RetentionOut",
+    "RetentionPolicyOut",
     "RevokedOut",
+    "SweepReportOut",
     "TaskOut",
     "TaskSummaryOut",
     "TaskViewOut",
+    "TombstoneOut",
 ]
 
 
@@ -197,13 +202,18 @@ if TYPE_CHECKING:  # re-exported (`__all__`), defined on first access
         HandoffRefOut,
         HandoffViewOut,
         HealthOut,
+        HoldOut,
         IssuedOut,
         ObservationOut,
         OrientationOut,
         PolicyOut,
         ReconfirmedOut,
         RemoteOrgOut,
+        RetentionOut,
+        RetentionPolicyOut,
         RevokedOut,
+        SweepReportOut,
+        TombstoneOut,
     )
 
 
