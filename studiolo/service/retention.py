@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from studiolo._exceptions import BytesDeleted, Conflict, InvalidRequest, NotAuthorized, NotFound
 from studiolo.core.canonical import is_digest
-from studiolo.core.model import Action, Principal
+from studiolo.core.model import Action, FileMode, Principal
 from studiolo.core.reasons import ErrorReason
 from studiolo.core.retention import (
     RETAINED_BY_SWEEP,
@@ -180,22 +180,34 @@ class RetentionOps:
                 if stone is not None:
                     raise deleted_error(stone)
                 raise NotFound(f"blob {digest} not found", reason=ErrorReason.BLOB_MISSING)
-            first: Tombstone | None = None
-            for pid in sorted(projects, key=lambda p: p != project_id):  # the asking project first
-                paths = tuple(sorted(tx.content.paths_of_blob(pid, digest)))
-                stone = Tombstone(
-                    pid, digest, size, paths, ", ".join(paths) or digest, why, caller.id, tx.now
-                )
-                r.add_tombstone(stone)
-                self.ctx.audit(
-                    tx, pid, "bytes.deleted", caller, digest, size=size, paths=list(paths), reason=why
-                )
-                first = first or stone
+            stones = [self._delete_in(tx, caller, pid, digest, size, why) for pid in sorted(projects)]
             tx.content.delete_blobs([digest])
-            assert first is not None
-            return first
+            return next(s for s in stones if s.project_id == project_id)
 
         return self.ctx.store.write(run)  # the whole ledger: bytes are shared across projects
+
+    def _delete_in(
+        self, tx: Tx, caller: Principal, project_id: str, digest: str, size: int, why: str
+    ) -> Tombstone:
+        """Tombstone the bytes in one project, and delete every current artifact that holds
+        them (a new revision: the git projection publishes a commit that removes the file)."""
+        paths = tuple(sorted(tx.content.paths_of_blob(project_id, digest)))
+        stone = Tombstone(project_id, digest, size, paths, ", ".join(paths) or digest, why, caller.id, tx.now)
+        tx.retention.add_tombstone(stone)
+        holding_now = [a.path for a in tx.content.artifacts(project_id) if a.digest == digest]
+        revisions = {
+            path: tx.content.write_artifact(project_id, path, None, tx.now, caller.id, "bytes.deleted", None)
+            for path in holding_now
+        }
+        seq = self.ctx.audit(
+            tx, project_id, "bytes.deleted", caller, digest,
+            size=size, paths=list(paths), reason=why, revisions=revisions,
+        )  # fmt: skip
+        if revisions:
+            meta = {"title": f"Remove deleted bytes: {why}", "revisions": revisions}
+            changes = {path: (None, FileMode.REGULAR) for path in revisions}
+            tx.publications.append(project_id, seq, "edit", caller.id, tx.now, changes, meta)
+        return stone
 
     # the sweep ---------------------------------------------------------------------
     def sweep_retention(self, caller: Principal | None, project_id: str | None = None) -> list[SweepReport]:

@@ -67,6 +67,9 @@ def test_cli_admin_commands(actors: Actors) -> None:
     assert "bytes deleted" in out and "leak" in out
     shown = json.loads(cli(actors, "admin", "admin", "retention", "show", "--json").stdout)
     assert shown["deleted"][0]["digest"] == digest
-    assert "bytes_deleted" in cli(actors, "agent", "artifact", "cat", "src/answer.txt", code=3).output
+    assert cli(actors, "agent", "artifact", "cat", "src/answer.txt").stdout == ""  # deleted going forward
+    before = str(actors.client("agent").revision("src/answer.txt") - 1)
+    refused = cli(actors, "agent", "artifact", "cat", "src/answer.txt", "--revision", before, code=3).output
+    assert "bytes_deleted" in refused and "leak" in refused
     swept = js(actors, "admin", "admin", "retention", "sweep")
     assert [r["project_id"] for r in swept] == [actors.world.project_id]

@@ -162,8 +162,10 @@ def test_deleting_a_published_secret_keeps_receipts_and_the_chain_verifiable(wor
         ("src/answer.txt",),
         boss.id,
     )
-    with pytest.raises(BytesDeleted, match=f"by {boss.id}: a leaked key"):
-        c.read_artifact(world.agent, world.project_id, "src/answer.txt")
+    now = c.read_artifact(world.agent, world.project_id, "src/answer.txt")
+    assert now.artifact.digest is None and now.data is None  # going forward the path is deleted
+    with pytest.raises(BytesDeleted, match=f"by {boss.id}: a leaked key"):  # its history names the bytes
+        c.read_artifact(world.agent, world.project_id, "src/answer.txt", now.artifact.revision - 1)
     with pytest.raises(BytesDeleted):
         c.get_blob(world.agent, secret)
     with pytest.raises(BytesDeleted):  # a second request finds the tombstone
