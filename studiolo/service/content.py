@@ -98,6 +98,10 @@ class ContentOps:
             data = tx.content.blob(digest)
             if data is None and pid is not None:
                 self._raise_if_deleted(tx, caller, pid, digest)
+            elif data is None:  # a service admin: any project's tombstone says what happened
+                stone = tx.retention.tombstone_anywhere(digest)
+                if stone is not None:
+                    raise deleted_error(stone)
             return data
 
         data = self.ctx.store.read(run)

@@ -105,6 +105,13 @@ class RetentionRepo:
         rows = self._c.execute(select(t).where(t.c.project_id == project_id, t.c.digest.in_(wanted)))
         return {r.digest: _tombstone(r) for r in rows}
 
+    def tombstone_anywhere(self, digest: str) -> Tombstone | None:
+        """The earliest tombstone of these bytes in any project (a service admin's read)."""
+        t = s.tombstones
+        q = select(t).where(t.c.digest == digest).order_by(t.c.deleted_at, t.c.project_id).limit(1)
+        row = self._c.execute(q).first()
+        return _tombstone(row) if row else None
+
     def tombstones_of_project(self, project_id: str, limit: int = 1000) -> list[Tombstone]:
         t = s.tombstones
         q = select(t).where(t.c.project_id == project_id).order_by(t.c.deleted_at.desc(), t.c.digest)

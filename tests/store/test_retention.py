@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from studiolo._exceptions import BytesDeleted
 from studiolo.core.retention import Hold, RetainedKind, RetentionPolicy, Tombstone
-from studiolo.store import Tx
+from studiolo.store import Store, Tx
+from studiolo.store.backup import backup, restore
+from tests.store.test_backup import target_url  # noqa: F401 - a second, empty database
 from tests.world import World, build_world
 
 
@@ -123,3 +126,33 @@ def test_a_sweep_and_a_deletion_on_either_back_end(world: World) -> None:
     c.delete_bytes(w.admin, w.project_id, secret, "a leaked token")
     assert c.store.read(lambda tx: tx.retention.deleted_digests()) == {gone, secret}
     assert c.verify_audit().ok
+
+
+def test_a_restore_never_brings_deleted_bytes_back(
+    world: World,
+    tmp_path: Path,
+    target_url: str,  # noqa: F811 - the fixture imported above
+) -> None:
+    """Backed up before the deletion: restored in place, or moved with the ledger that deleted
+    them as the replaced one, the bytes stay deleted and their tombstone comes along."""
+    w, c = world, world.coord
+    w.edit("src/secret.txt", b"TOKEN=2\n")
+    secret = c.read_artifact(w.admin, w.project_id, "src/secret.txt").artifact.digest
+    assert secret is not None
+    file = tmp_path / "before-the-deletion.jsonl"
+    backup(c.store, file)
+    c.delete_bytes(w.admin, w.project_id, secret, "a leaked token")
+
+    restore(c.store, file)  # in place: the replaced ledger knew of the deletion
+    with pytest.raises(BytesDeleted, match="a leaked token"):
+        c.get_blob(w.admin, secret)
+    assert c.store.read(lambda tx: tx.content.blob(secret)) is None
+    assert c.verify_audit().ok
+
+    moved = Store(target_url)
+    restore(moved, file, previous=c.store)  # a move: the previous ledger's deletions win too
+    assert moved.read(lambda tx: (tx.content.blob(secret), sorted(tx.retention.deleted_digests()))) == (
+        None,
+        [secret],
+    )
+    moved.dispose()
