@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studiolo.api.responses import AttemptOut, PrincipalOut, SortedNames, TaskOut, _Out
+from studiolo.api.responses import AttemptOut, PrincipalOut, SortedNames, TaskOut, TombstoneOut, _Out
 from studiolo.core.enums import FileMode
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "RetentionPolicyOut",
     "RevokedOut",
     "SweepReportOut",
-    "TombstoneOut",
 ]
 
 
@@ -260,25 +259,6 @@ class HoldOut(_Out):
     released_by: str | None
     release_reason: str | None
     live: bool
-
-
-class TombstoneOut(_Out):
-    """Deleted bytes: what, of what, by whom (`retention`: a sweep), when and why; `text` says it."""
-
-    project_id: str
-    digest: str
-    size: int
-    paths: list[str]
-    subject: str
-    reason: str
-    deleted_by: str
-    deleted_at: float
-    text: str
-
-    @classmethod
-    def of(cls, stone: Any) -> TombstoneOut:
-        return cls.model_validate({**{k: getattr(stone, k) for k in cls.model_fields if k != "text"},
-                                   "paths": list(stone.paths), "text": stone.text()})  # fmt: skip
 
 
 class RetentionOut(_Out):

@@ -116,6 +116,9 @@ class TaskOut(_Out):
 class TaskSummaryOut(TaskOut):
     fact: str
     still_current: bool | None
+    # set when bytes its candidates name were deleted: "still current" and re-verification
+    # cannot be answered for them, and this says why (`bytes deleted <when> by <who>: <reason>`)
+    bytes_deleted: str | None = None
 
 
 class AttemptOut(_Out):
@@ -176,13 +179,33 @@ class EventOut(_Out):
     hash: str
 
 
+class TombstoneOut(_Out):
+    """Deleted bytes: what, of what, by whom (`retention`: a sweep), when and why; `text` says it."""
+
+    project_id: str
+    digest: str
+    size: int
+    paths: list[str]
+    subject: str
+    reason: str
+    deleted_by: str
+    deleted_at: float
+    text: str
+
+    @classmethod
+    def of(cls, stone: Any) -> TombstoneOut:
+        fields = {k: getattr(stone, k) for k in cls.model_fields if k not in ("paths", "text")}
+        return cls(**fields, paths=list(stone.paths), text=stone.text())
+
+
 class TaskViewOut(_Out):
     task: TaskSummaryOut
     attempts: list[AttemptOut]
     candidates: list[CandidateOut]
-    receipts: list[ReceiptOut]
+    receipts: list[ReceiptOut]  # their signatures verify even when `deleted` names their bytes
     completion: CompletionOut | None
     rejections: list[EventOut]
+    deleted: list[TombstoneOut] = []  # bytes the candidates name that were deleted
 
 
 if TYPE_CHECKING:  # re-exported (`__all__`), defined on first access
@@ -213,7 +236,6 @@ if TYPE_CHECKING:  # re-exported (`__all__`), defined on first access
         RetentionPolicyOut,
         RevokedOut,
         SweepReportOut,
-        TombstoneOut,
     )
 
 

@@ -3,7 +3,7 @@ found past its period (docs/operations.md, "Retention and deletion")."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Row, delete, func, insert, select, update
@@ -12,16 +12,28 @@ from studiolo.core.remote import RemoteState
 from studiolo.core.retention import Hold, RetainedKind, RetentionPolicy, Tombstone
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
+from studiolo.store._raw import Raw
 
 __all__ = ["Expired", "RetentionRepo"]
 
 Expired = tuple[str, str, list[str]]  # (subject id, task id, the digests it names)
+# The tombstones of bytes a task's candidates name (a task view): one read by the task.
+_DELETED_OF_TASK = (
+    "SELECT t.project_id, t.digest, t.size, t.paths, t.subject, t.reason, t.deleted_by, t.deleted_at"
+    " FROM tombstones t WHERE t.project_id = :p AND EXISTS (SELECT 1 FROM candidates c"
+    " WHERE c.task_id = :t AND c.manifest LIKE '%\"' || t.digest || '\"%') ORDER BY t.deleted_at, t.digest"
+)
 _FINAL = [state.value for state in RemoteState if state.final]
 
 
 class RetentionRepo:
     def __init__(self, conn: Connection) -> None:
         self._c = conn
+        self._raw = Raw(conn)
+
+    def deleted_of_task_later(self, project_id: str, task_id: str) -> Callable[[], list[Tombstone]]:
+        """The tombstones of bytes the task's candidates name, the read sent now (`Raw.later`)."""
+        return self._raw.later_as(_DELETED_OF_TASK, {"p": project_id, "t": task_id}, _tombstone_row)
 
     # policies ----------------------------------------------------------------
     def policy(self, project_id: str) -> RetentionPolicy:
@@ -270,6 +282,12 @@ def _hold(row: Row[Any]) -> Hold:
         row.released_by,
         row.release_reason,
     )
+
+
+def _tombstone_row(row: Sequence[Any]) -> Tombstone:
+    project_id, digest, size, paths, subject, reason, deleted_by, deleted_at = row
+    listed = tuple(str(p) for p in loads(paths))
+    return Tombstone(project_id, digest, int(size), listed, subject, reason, deleted_by, float(deleted_at))
 
 
 def _tombstone(row: Row[Any]) -> Tombstone:

@@ -7,10 +7,13 @@ import json
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from studiolo._exceptions import BytesDeleted, Conflict, NotAuthorized
+from studiolo.keys import verify as verify_signature
 from tests.faces.helpers import Actors, complete, new_task, submit, verify
 from tests.faces.test_cli import _cli_state, cli, js  # noqa: F401 - the CLI's state directory, per test
+from tests.faces.web.conftest import sign_in, web  # noqa: F401 - the dashboard over the same world
 
 
 def _published_secret(actors: Actors) -> tuple[str, str]:
@@ -73,3 +76,29 @@ def test_cli_admin_commands(actors: Actors) -> None:
     assert "bytes_deleted" in refused and "leak" in refused
     swept = js(actors, "admin", "admin", "retention", "sweep")
     assert [r["project_id"] for r in swept] == [actors.world.project_id]
+
+
+def test_every_face_says_the_bytes_were_deleted(
+    actors: Actors,
+    web: TestClient,  # noqa: F811 - the fixture imported above
+) -> None:
+    """The task view (HTTP, CLI, dashboard): the receipts and the completion receipt are still
+    there and still verify; "still current" says why it cannot be answered."""
+    admin = actors.client("admin")
+    task_id, digest = _published_secret(actors)
+    admin.delete_bytes(digest, "a leaked password")
+    view = actors.client("agent").task(task_id)
+    assert view.task.still_current is False
+    assert view.task.bytes_deleted is not None and view.task.bytes_deleted.startswith("bytes deleted ")
+    assert view.task.bytes_deleted.endswith("a leaked password")
+    assert [d.digest for d in view.deleted] == [digest] and view.receipts and view.completion is not None
+    jwks = actors.world.coord.jwks()["keys"]
+    assert any(verify_signature(k["x"], view.completion.receipt, view.completion.signature) for k in jwks)
+
+    shown = cli(actors, "agent", "task", "show", task_id).stdout
+    assert "re-verification impossible" in shown and "a leaked password" in shown
+
+    sign_in(web, actors.tokens["agent"])
+    page = web.get(f"/ui/tasks/{task_id}").text
+    assert "Bytes deleted" in page and "cannot be answered: bytes deleted" in page
+    assert "a leaked password" in page
