@@ -215,3 +215,28 @@ def test_bytes_another_project_holds_need_a_service_admin(world: World) -> None:
         with pytest.raises(BytesDeleted):
             c.get_blob(w.agent, digest)
     assert c.verify_audit().ok
+
+
+def test_serve_sweeps_on_a_timer_as_the_service(world: World) -> None:
+    """The app's lifespan starts the sweeper; its sweeps are audited with no actor."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from studiolo.faces.http.app import create_app
+    from studiolo.settings import Settings
+
+    c = world.coord
+    c.set_retention(world.admin, world.project_id, {"candidates": 1.0})
+    cand = _rejected_candidate(world, b"expires on the timer\n")
+    world.clock.advance(5.0)
+    app = create_app(c, Settings(database_url=c.store.url, git_dir="off", retention_sweep_seconds=0.05))
+    with TestClient(app):
+        deadline = time.monotonic() + 30
+        while not _kinds(world, "retention.swept") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    (swept, *_) = _kinds(world, "retention.swept")
+    assert swept["actor"] is None and swept["swept"] == {"candidates": 1}
+    with pytest.raises(BytesDeleted):
+        c.get_blob(world.agent, cand.files["src/answer.txt"] or "")
+    assert not app.state.sweeper.running  # stopped with the app
