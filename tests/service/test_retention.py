@@ -240,3 +240,20 @@ def test_serve_sweeps_on_a_timer_as_the_service(world: World) -> None:
     with pytest.raises(BytesDeleted):
         c.get_blob(world.agent, cand.files["src/answer.txt"] or "")
     assert not app.state.sweeper.running  # stopped with the app
+
+
+def test_the_independent_audit_checker_follows_a_deletion(world: World) -> None:
+    """A deletion moves the paths that held the bytes to a new revision; a later completion
+    that read the new revision is valid in the audit history as re-evaluated from the events."""
+    from tests.auditcheck import check, load_deadlines, load_events
+
+    c = world.coord
+    cand = _accepted(world, b"SECRET=3\n")
+    c.delete_bytes(world.admin, world.project_id, cand.files["src/answer.txt"] or "", "a leaked secret")
+    task = world.new_task()
+    attempt = c.claim(world.agent, task.id)
+    now = c.read_revision(world.agent, world.project_id, "src/answer.txt")
+    later = world.candidate(attempt, {"src/answer.txt": b"42\n"}, deps={"src/answer.txt": now})
+    world.complete(task, attempt, later, [world.receipt(later).id])
+    url = c.store.url
+    assert check(load_events(url), load_deadlines(url)) == []
