@@ -157,7 +157,7 @@ class CollectGarbageIn(_In):
     )
 
 
-Seconds = Annotated[float, Field(strict=False, ge=0, le=100 * 365 * 86400)]
+Seconds = Annotated[float, Field(strict=True, ge=0, le=100 * 365 * 86400)]
 Why = Annotated[str, Field(min_length=1, max_length=2000)]
 
 
