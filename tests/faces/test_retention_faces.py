@@ -10,9 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from studiolo._exceptions import BytesDeleted, Conflict, NotAuthorized
+from studiolo.faces.cli import app
 from studiolo.keys import verify as verify_signature
 from tests.faces.helpers import Actors, complete, new_task, submit, verify
-from tests.faces.test_cli import _cli_state, cli, js  # noqa: F401 - the CLI's state directory, per test
+from tests.faces.test_cli import _cli_state, cli, js, runner  # noqa: F401 - the CLI's state directory, per test
 from tests.faces.web.conftest import sign_in, web  # noqa: F401 - the dashboard over the same world
 
 
@@ -76,6 +77,9 @@ def test_cli_admin_commands(actors: Actors) -> None:
     assert "bytes_deleted" in refused and "leak" in refused
     swept = js(actors, "admin", "admin", "retention", "sweep")
     assert [r["project_id"] for r in swept] == [actors.world.project_id]
+    url = actors.world.coord.store.url  # the operator's command, on the ledger itself
+    report = runner.invoke(app, ["audit", "verify", "--database-url", url, "--json"])
+    assert report.exit_code == 0 and json.loads(report.stdout)["ok"] is True
 
 
 def test_every_face_says_the_bytes_were_deleted(
