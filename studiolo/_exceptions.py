@@ -7,6 +7,7 @@
     ├── Unauthenticated       401      `unauthenticated`
     ├── NotAuthorized         403      `not_authorized`
     ├── NotFound              404      `not_found`, `task_not_found`
+    │   └── BytesDeleted      410      `bytes_deleted`: deleted on request or by retention (a tombstone)
     ├── Conflict              409      `revision_conflict`, `task_not_active`, `request_id_conflict`, ...
     └── CompletionRejected    409/404  a refused completion: `reason` = first of `failed`;
                                        `details`: what each failed predicate found (docs/reasons.md)
@@ -22,6 +23,7 @@ from typing import Any
 from studiolo.core.reasons import ErrorReason, Reason
 
 __all__ = [
+    "BytesDeleted",
     "CompletionRejected",
     "Conflict",
     "InvalidPath",
@@ -91,6 +93,13 @@ class NotAuthorized(StudioloError):
 class NotFound(StudioloError):
     status = 404
     default_reason = ErrorReason.NOT_FOUND
+
+
+class BytesDeleted(NotFound):
+    """The bytes asked for were deleted; `detail` says when, by whom and why."""
+
+    status = 410
+    default_reason = ErrorReason.BYTES_DELETED
 
 
 class Conflict(StudioloError):

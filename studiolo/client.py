@@ -29,6 +29,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from studiolo._exceptions import (
+    BytesDeleted,
     CompletionRejected,
     Conflict,
     InvalidPath,
@@ -72,6 +73,7 @@ _BY_STATUS: dict[int, type[StudioloError]] = {
     403: NotAuthorized,
     404: NotFound,
     409: Conflict,
+    410: BytesDeleted,
     413: PayloadTooLarge,
     422: InvalidRequest,
 }
@@ -451,6 +453,46 @@ class Client:
 
         body = q.CollectGarbageIn(older_than_seconds=older_than_seconds)
         return self._one(s.CollectedOut, self._at("collect_garbage"), body).collected
+
+    # retention (docs/operations.md, "Retention and deletion") -------------------------
+    def retention(self, *, project: str | None = None) -> s.RetentionOut:
+        return self._one(s.RetentionOut, self._at("retention", project))
+
+    def set_retention(
+        self, periods: dict[str, float | None], *, project: str | None = None
+    ) -> s.RetentionPolicyOut:
+        """Change the named periods (seconds; None: for ever); the others stay."""
+        from studiolo.api import requests as q
+
+        body = q.RetentionIn(**periods).model_dump_json(exclude_unset=True)  # a kind left out stays
+        headers = {"Content-Type": "application/json"}
+        return self._one(
+            s.RetentionPolicyOut, self._at("set_retention", project), content=body, headers=headers
+        )
+
+    def place_hold(self, reason: str, task_id: str | None = None, *, project: str | None = None) -> s.HoldOut:
+        from studiolo.api import requests as q
+
+        return self._one(s.HoldOut, self._at("place_hold", project), q.HoldIn(task_id=task_id, reason=reason))
+
+    def release_hold(self, hold_id: str, reason: str) -> s.HoldOut:
+        from studiolo.api import requests as q
+
+        return self._one(s.HoldOut, self._at("release_hold", hold_id=hold_id), q.ReleaseHoldIn(reason=reason))
+
+    def delete_bytes(self, digest: str, reason: str, *, project: str | None = None) -> s.TombstoneOut:
+        from studiolo.api import requests as q
+
+        body = q.DeleteBytesIn(digest=digest, reason=reason)
+        return self._one(s.TombstoneOut, self._at("delete_bytes", project), body)
+
+    def sweep_retention(self, project_id: str | None = None) -> list[s.SweepReportOut]:
+        """Sweep one project (its admins) or, with None, every project (service admins)."""
+        from studiolo.api import requests as q
+
+        return self._many(
+            s.SweepReportOut, self._at("sweep_retention"), **_json(q.SweepIn(project_id=project_id))
+        )
 
     def artifacts(self, prefix: str = "", *, project: str | None = None) -> list[s.ArtifactOut]:
         return self._many(s.ArtifactOut, self._at("artifacts", project), params={"prefix": prefix})

@@ -61,6 +61,9 @@ class Settings:
     git_dir: str = ""
     git_interval_seconds: float = 0.5  # the projector's timer (it also replays at start)
     git_checkpoint_seconds: float = 60.0  # a signed checkpoint of the chain head at least this often
+    # Evidence retention (docs/operations.md, "Retention and deletion"): how often `serve`
+    # sweeps every project's expired evidence (0: never; `studiolo admin retention sweep` still does)
+    retention_sweep_seconds: float = 3600.0
     # Operating it (docs/operations.md, "Metrics, logs and traces")
     metrics: bool = True  # count and time requests, completions, groups, retries (`GET /metrics`)
     metrics_dir: str = ""  # the workers' shared metric files (`serve` makes a temporary one)
@@ -112,6 +115,9 @@ class Settings:
             git_dir=e.get("STUDIOLO_GIT_DIR", base.git_dir),
             git_interval_seconds=float(e.get("STUDIOLO_GIT_INTERVAL", base.git_interval_seconds)),
             git_checkpoint_seconds=float(e.get("STUDIOLO_GIT_CHECKPOINT", base.git_checkpoint_seconds)),
+            retention_sweep_seconds=float(
+                e.get("STUDIOLO_RETENTION_SWEEP_SECONDS", base.retention_sweep_seconds)
+            ),
             metrics=e.get("STUDIOLO_METRICS", "1") not in ("0", "false", "no"),
             metrics_dir=e.get("STUDIOLO_METRICS_DIR", base.metrics_dir),
             log_format=e.get("STUDIOLO_LOG", "json"),

@@ -263,6 +263,7 @@ _HANDLERS = {
     "grant.revoked": _revoke,
     "artifact.edited": _edited,
     "artifacts.imported": _imported,
+    "bytes.deleted": _imported,  # deleting bytes on request deletes the current paths that held them
     "candidate.submitted": _candidate,
     "receipt.recorded": _receipt,
     "completion.accepted": _completion,

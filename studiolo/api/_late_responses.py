@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from studiolo.api.responses import AttemptOut, PrincipalOut, SortedNames, TaskOut, _Out
+from studiolo.api.responses import AttemptOut, PrincipalOut, SortedNames, TaskOut, TombstoneOut, _Out
 from studiolo.core.enums import FileMode
 
 __all__ = [
@@ -24,13 +24,17 @@ __all__ = [
     "HandoffRefOut",
     "HandoffViewOut",
     "HealthOut",
+    "HoldOut",
     "IssuedOut",
     "ObservationOut",
     "OrientationOut",
     "PolicyOut",
     "ReconfirmedOut",
     "RemoteOrgOut",
+    "RetentionOut",
+    "RetentionPolicyOut",
     "RevokedOut",
+    "SweepReportOut",
 ]
 
 
@@ -234,3 +238,50 @@ class GitImportOut(_Out):
     deleted: int
     unchanged: int
     tree_digest: str
+
+
+class RetentionPolicyOut(_Out):
+    """Seconds each kind is kept (null: for ever)."""
+
+    candidates: float | None
+    verifier_logs: float | None
+    delegations: float | None
+
+
+class HoldOut(_Out):
+    id: str
+    project_id: str
+    task_id: str | None  # null: the whole project
+    reason: str
+    placed_by: str
+    placed_at: float
+    released_at: float | None
+    released_by: str | None
+    release_reason: str | None
+    live: bool
+
+
+class RetentionOut(_Out):
+    project_id: str
+    policy: RetentionPolicyOut
+    holds: list[HoldOut]
+    deleted: list[TombstoneOut]  # the latest 100
+    swept: dict[str, int]  # kind → subjects retention sweeps took
+
+    @classmethod
+    def of(cls, status: Any) -> RetentionOut:
+        return cls(
+            project_id=status.project_id,
+            policy=RetentionPolicyOut.model_validate(status.policy),
+            holds=[HoldOut.model_validate(h) for h in status.holds],
+            deleted=[TombstoneOut.of(t) for t in status.deleted],
+            swept=dict(status.swept),
+        )
+
+
+class SweepReportOut(_Out):
+    project_id: str
+    swept: dict[str, int]  # kind → subjects taken
+    blobs: int  # blobs deleted (bytes nothing else names)
+    bytes: int
+    more: bool

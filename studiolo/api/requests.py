@@ -26,10 +26,12 @@ __all__ = [
     "CollectGarbageIn",
     "CompleteIn",
     "DelegateIn",
+    "DeleteBytesIn",
     "GitImportIn",
     "GitMirrorIn",
     "GrantIn",
     "HandoffIn",
+    "HoldIn",
     "ImportedFile",
     "IntakeIn",
     "LeaseIn",
@@ -42,9 +44,12 @@ __all__ = [
     "PublicKeyIn",
     "ReassignIn",
     "ReceiptIn",
+    "ReleaseHoldIn",
     "RemoteOrgIn",
+    "RetentionIn",
     "ReuseIn",
     "ReviewIn",
+    "SweepIn",
     "TaskIn",
     "build_all",
     "invalid_request",
@@ -150,6 +155,41 @@ class CollectGarbageIn(_In):
     older_than_seconds: float = Field(
         3600.0, strict=True, ge=0, le=10**9, description="spare blobs staged more recently than this"
     )
+
+
+Seconds = Annotated[float, Field(strict=True, ge=0, le=100 * 365 * 86400)]
+Why = Annotated[str, Field(min_length=1, max_length=2000)]
+
+
+class RetentionIn(_In):
+    """The periods to change (seconds; null: keep for ever); a kind left out keeps its period."""
+
+    candidates: Seconds | None = Field(
+        None, description="bytes of candidates that never became authoritative"
+    )
+    verifier_logs: Seconds | None = Field(None, description="the logs receipts name")
+    delegations: Seconds | None = Field(None, description="the evidence blobs of ended remote delegations")
+
+    def periods(self) -> dict[str, float | None]:
+        return {k: getattr(self, k) for k in sorted(self.model_fields_set)}
+
+
+class HoldIn(_In):
+    task_id: Short | None = Field(None, description="the task held; null: the whole project")
+    reason: Why
+
+
+class ReleaseHoldIn(_In):
+    reason: Why
+
+
+class DeleteBytesIn(_In):
+    digest: Short
+    reason: Why
+
+
+class SweepIn(_In):
+    project_id: Short | None = Field(None, description="one project (a project admin); null: every project")
 
 
 class CancelIn(_In):

@@ -39,6 +39,7 @@ __all__ = [
     "HandoffRefOut",
     "HandoffViewOut",
     "HealthOut",
+    "HoldOut",
     "IssuedOut",
     "ObservationOut",
     "OrientationOut",
@@ -48,10 +49,14 @@ __all__ = [
     "ReceiptOut",
     "ReconfirmedOut",
     "RemoteOrgOut",
+    "RetentionOut",
+    "RetentionPolicyOut",
     "RevokedOut",
+    "SweepReportOut",
     "TaskOut",
     "TaskSummaryOut",
     "TaskViewOut",
+    "TombstoneOut",
 ]
 
 
@@ -113,6 +118,9 @@ class TaskOut(_Out):
 class TaskSummaryOut(TaskOut):
     fact: str
     still_current: bool | None
+    # set when bytes its candidates name were deleted: "still current" and re-verification
+    # cannot be answered for them, and this says why (`bytes deleted <when> by <who>: <reason>`)
+    bytes_deleted: str | None = None
 
 
 class AttemptOut(_Out):
@@ -174,13 +182,33 @@ class EventOut(_Out):
     hash: str
 
 
+class TombstoneOut(_Out):
+    """Deleted bytes: what, of what, by whom (`retention`: a sweep), when and why; `text` says it."""
+
+    project_id: str
+    digest: str
+    size: int
+    paths: list[str]
+    subject: str
+    reason: str
+    deleted_by: str
+    deleted_at: float
+    text: str
+
+    @classmethod
+    def of(cls, stone: Any) -> TombstoneOut:
+        fields = {k: getattr(stone, k) for k in cls.model_fields if k not in ("paths", "text")}
+        return cls(**fields, paths=list(stone.paths), text=stone.text())
+
+
 class TaskViewOut(_Out):
     task: TaskSummaryOut
     attempts: list[AttemptOut]
     candidates: list[CandidateOut]
-    receipts: list[ReceiptOut]
+    receipts: list[ReceiptOut]  # their signatures verify even when `deleted` names their bytes
     completion: CompletionOut | None
     rejections: list[EventOut]
+    deleted: list[TombstoneOut] = []  # bytes the candidates name that were deleted
 
 
 if TYPE_CHECKING:  # re-exported (`__all__`), defined on first access
@@ -200,13 +228,17 @@ if TYPE_CHECKING:  # re-exported (`__all__`), defined on first access
         HandoffRefOut,
         HandoffViewOut,
         HealthOut,
+        HoldOut,
         IssuedOut,
         ObservationOut,
         OrientationOut,
         PolicyOut,
         ReconfirmedOut,
         RemoteOrgOut,
+        RetentionOut,
+        RetentionPolicyOut,
         RevokedOut,
+        SweepReportOut,
     )
 
 

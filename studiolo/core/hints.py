@@ -146,6 +146,14 @@ HINTS: Mapping[str, Hint] = {
         brief="Upload the bytes first (submit_candidate uploads inline files for you).",
         recover="`POST /v1/blobs` first.",
     ),
+    ErrorReason.BYTES_DELETED: Hint(
+        brief="These bytes were deleted (the detail says when, by whom, why): nothing can re-read them.",
+        recover="nothing to retry.",
+    ),
+    ErrorReason.LEGAL_HOLD: Hint(
+        brief="A legal hold keeps this evidence: a project admin must release the hold first.",
+        recover="a project admin releases the hold first.",
+    ),
     ErrorReason.UNKNOWN_CHECKER: Hint(brief="Name a checker `name@version` that the project admits."),
     ErrorReason.SIGNATURE_INVALID: Hint(brief="Sign the receipt with the verifier's registered key."),
     ErrorReason.VERIFIER_NOT_ADMITTED: Hint(

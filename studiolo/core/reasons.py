@@ -43,6 +43,8 @@ class ErrorReason(StrEnum):
     TASK_ALREADY_CLAIMED = "task_already_claimed"
     ATTEMPT_NOT_ACTIVE = "attempt_not_active"
     BLOB_MISSING = "blob_missing"
+    BYTES_DELETED = "bytes_deleted"
+    LEGAL_HOLD = "legal_hold"
     UNKNOWN_CHECKER = "unknown_checker"
     SIGNATURE_INVALID = "signature_invalid"
     VERIFIER_NOT_ADMITTED = "verifier_not_admitted"

@@ -21,7 +21,9 @@ def receipt(r: Receipt) -> s.ReceiptOut:
 def task_summary(v: TaskView) -> s.TaskSummaryOut:
     """The task's own fields and two of its view's: the strongest fact, and whether it still holds."""
     task = s.TaskOut.model_validate(v.task)
-    return s.TaskSummaryOut(**dict(task), fact=v.fact, still_current=v.still_current)
+    return s.TaskSummaryOut(
+        **dict(task), fact=v.fact, still_current=v.still_current, bytes_deleted=v.bytes_deleted
+    )
 
 
 def task_view(v: TaskView) -> s.TaskViewOut:
@@ -33,5 +35,6 @@ def task_view(v: TaskView) -> s.TaskViewOut:
             "receipts": [receipt(r) for r in v.receipts],
             "completion": v.completion,
             "rejections": v.rejections,
+            "deleted": [s.TombstoneOut.of(d) for d in v.deleted],
         }
     )

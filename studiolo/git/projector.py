@@ -32,9 +32,15 @@ from studiolo.git.repository import BRANCH, CHECKPOINTS, NOTES, Change, GitRepo,
 from studiolo.keys import ServiceKey
 from studiolo.store import Store, Tx
 
-__all__ = ["Projector", "repository_path"]
+__all__ = ["Projector", "deleted_placeholder", "repository_path"]
 
 log = logging.getLogger(__name__)
+
+
+def deleted_placeholder(digest: str) -> bytes:
+    """What a commit holds in place of bytes deleted before it was projected (or rebuilt):
+    a pure function of the digest, so a replay writes the same commit again."""
+    return f"studiolo: these bytes ({digest}) were deleted from the ledger\n".encode()
 
 
 def repository_path(root: Path, project_id: str) -> Path:
@@ -69,9 +75,12 @@ def _read_inputs(tx: Tx, pubs: Sequence[Publication]) -> _Inputs:
     wanted = {digest for pub in pubs for digest, _mode in pub.changes.values() if digest}
     got.blobs = tx.content.blobs(wanted)
     for pub in pubs:
-        for digest, _mode in pub.changes.values():
-            if digest and digest not in got.blobs:
+        gaps = {digest for digest, _mode in pub.changes.values() if digest and digest not in got.blobs}
+        deleted = tx.retention.tombstones(pub.project_id, gaps)
+        for digest in sorted(gaps):
+            if digest not in deleted:
                 raise LookupError(f"blob {digest} of version {pub.version} is missing from the ledger")
+            got.blobs[digest] = deleted_placeholder(digest)
     for task, answer in later.items():
         done = answer()
         if done:

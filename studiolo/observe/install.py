@@ -56,7 +56,9 @@ _RESULTS = frozenset(r.value for r in ReceiptResult)
 def _count(metrics: Metrics, e: Event) -> None:
     if e.kind == "receipt.recorded":
         result = e.data.get("result")
-        metrics.receipt(result if result in _RESULTS else "other")
+        after = e.data.get("checked_after")
+        seconds = float(after) if isinstance(after, int | float) and not isinstance(after, bool) else None
+        metrics.receipt(result if result in _RESULTS else "other", seconds)
     elif e.kind == "a2a.remote.state":
         state = e.data.get("dst")
         metrics.delegation("outbound", state if state in _REMOTE_STATES else "other")
@@ -85,6 +87,7 @@ def install(
     hooks. Log lines go to `log_stream` (stderr) if `settings.log_format` is "json"."""
     log = JsonLog(log_stream) if settings.log_format == "json" else None
     store.hooks = StoreWatch(metrics, log)
+    metrics.watch_queue(lambda: store.read(lambda tx: tx.evidence.pending_candidates()))
     counted = metrics if settings.metrics else None
     app.add_middleware(
         Observed,

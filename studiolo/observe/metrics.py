@@ -11,11 +11,14 @@ With `serve --workers N` the metrics are kept in memory-mapped files shared by t
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
 __all__ = ["CONTENT_TYPE", "METHODS", "Metrics"]
 
@@ -24,6 +27,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _WAITS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0)  # queueing before a batch
 _LAG = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)  # commit → git
+_CHECKS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)  # submission → receipt
 _SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # writes in one batch or group
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -87,6 +91,14 @@ class Metrics:
             "Time from a commit to its publication in the git projection.",
             buckets=_LAG, registry=r,
         )  # fmt: skip
+        self.checks = Histogram(
+            "studiolo_verifier_check_duration_seconds",
+            "Time from a candidate's submission to a verifier's receipt for it (queueing and the "
+            "check, on the authority clock), by result.",
+            ["result"], buckets=_CHECKS, registry=r,
+        )  # fmt: skip
+        self.queue = _QueueDepth()
+        r.register(self.queue)
         self.retries = Counter(
             "studiolo_db_serialization_retries", "Transactions retried after a serialization failure.",
             registry=r,
@@ -139,10 +151,18 @@ class Metrics:
             return
         self.delegations.labels(direction, state).inc()
 
-    def receipt(self, result: str) -> None:
+    def receipt(self, result: str, checked_after: float | None = None) -> None:
+        """A receipt recorded; `checked_after`: seconds since its candidate was submitted."""
         if not self.enabled:
             return
         self.receipts.labels(result).inc()
+        if checked_after is not None:
+            self.checks.labels(result).observe(max(0.0, checked_after))
+
+    def watch_queue(self, depth: Callable[[], int]) -> None:
+        """Read the verifier queue's depth (a ledger read) at each scrape."""
+        if self.enabled:
+            self.queue.depth = depth
 
     def published(self, lag_seconds: float) -> None:
         if not self.enabled:
@@ -156,4 +176,24 @@ class Metrics:
             return generate_latest(self.registry)
         merged = CollectorRegistry()
         MultiProcessCollector(merged, path=str(self._dir))  # type: ignore[no-untyped-call]
+        merged.register(self.queue)  # read from the ledger: the same in every worker
         return generate_latest(merged)
+
+
+class _QueueDepth(Collector):
+    """`studiolo_verifier_queue_depth`, a gauge read from the ledger when scraped: candidates
+    of the tasks' current attempts that no verifier has answered yet (every project)."""
+
+    def __init__(self) -> None:
+        self.depth: Callable[[], int] | None = None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            value = self.depth() if self.depth is not None else 0
+        except Exception:  # the ledger is unreachable: the scrape still answers, without it
+            return
+        yield GaugeMetricFamily(
+            "studiolo_verifier_queue_depth",
+            "Candidates of current attempts that no verifier has answered yet (read at scrape).",
+            value=value,
+        )

@@ -22,6 +22,7 @@ from studiolo.service.imports import Imported, ImportOps
 from studiolo.service.reconfirm import Reconfirmed, ReconfirmOps
 from studiolo.service.remote import RemoteOps
 from studiolo.service.remote_wait import RemoteWaitOps
+from studiolo.service.retention import RetentionOps, RetentionStatus, SweepReport
 from studiolo.service.views import AuditReport, HandoffView, Orientation, TaskView, ViewOps
 from studiolo.service.work import WorkOps
 from studiolo.settings import Settings
@@ -45,6 +46,8 @@ __all__ = [
     "PublishedFile",
     "RandomIds",
     "Reconfirmed",
+    "RetentionStatus",
+    "SweepReport",
     "TaskListPage",
     "TaskPage",
     "TaskView",
@@ -83,6 +86,7 @@ class Coordinator:
         self.a2a = A2AOps(ctx, self.work, self.views)
         self.remote_wait = RemoteWaitOps(ctx, self.work, self.completion)
         self.remote = RemoteOps(ctx, self.admin, self.work, self.remote_wait)
+        self.retaining = RetentionOps(ctx)
 
     # what every service shares
     @property
@@ -229,6 +233,13 @@ class Coordinator:
     requester_release = via("remote_wait", RemoteWaitOps.requester_release)
     remote_review_queue = via("remote_wait", RemoteWaitOps.remote_review_queue)
     review_remote = via("remote_wait", RemoteWaitOps.review_remote)
+    # retention (`service/retention.py`)
+    retention = via("retaining", RetentionOps.retention)
+    set_retention = via("retaining", RetentionOps.set_retention)
+    place_hold = via("retaining", RetentionOps.place_hold)
+    release_hold = via("retaining", RetentionOps.release_hold)
+    delete_bytes = via("retaining", RetentionOps.delete_bytes)
+    sweep_retention = via("retaining", RetentionOps.sweep_retention)
     # remote (`service/remote.py`)
     add_remote_org = via("remote", RemoteOps.add_remote_org)
     set_remote_origins = via("remote", RemoteOps.set_remote_origins)

@@ -23,6 +23,7 @@ from studiolo.core.reasons import ErrorReason, Reason
 from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.service.evidence import request_verification
+from studiolo.service.retention import deleted_error
 from studiolo.store import Tx
 
 __all__ = ["ArtifactContent", "CandidateDraft", "ContentOps"]
@@ -104,21 +105,39 @@ class ContentOps:
             raise InvalidRequest(f"malformed digest {digest[:80]!r}")
 
         def run(tx: Tx) -> bytes | None:
+            pid = caller.project_id
             if not caller.is_service_admin:
-                pid = caller.project_id
                 if pid is None or not self.ctx.can(tx, caller, pid, Action.READ):
                     return None
                 if tx.content.unreadable_blobs(pid, [digest]):
+                    self._raise_if_deleted(tx, caller, pid, digest)
                     return None  # another project's bytes: not found, never a hint
                 may_read = self.ctx.path_reader(tx, caller, pid)
                 if may_read is not None and not any(map(may_read, tx.content.paths_of_blob(pid, digest))):
                     return None  # bytes only of paths outside the caller's read scope
-            return tx.content.blob(digest)
+            data = tx.content.blob(digest)
+            if data is None and pid is not None:
+                self._raise_if_deleted(tx, caller, pid, digest)
+            elif data is None:  # a service admin: any project's tombstone says what happened
+                stone = tx.retention.tombstone_anywhere(digest)
+                if stone is not None:
+                    raise deleted_error(stone)
+            return data
 
         data = self.ctx.store.read(run)
         if data is None:
             raise NotFound(f"blob {digest} not found", reason=ErrorReason.BLOB_MISSING)
         return data
+
+    def _raise_if_deleted(self, tx: Tx, caller: Principal, project_id: str, digest: str) -> None:
+        """`bytes_deleted` if the project deleted these bytes (and the caller may read a path
+        that held them, or they held none)."""
+        stone = tx.retention.tombstones(project_id, [digest]).get(digest)
+        if stone is None:
+            return
+        may_read = self.ctx.path_reader(tx, caller, project_id)
+        if may_read is None or any(map(may_read, stone.paths)):
+            raise deleted_error(stone)
 
     def collect_garbage(self, caller: Principal, older_than: float = 3600.0) -> int:
         """Delete the blobs nothing references, older than `older_than` seconds; how many.
@@ -164,6 +183,11 @@ class ContentOps:
                     project_id, norm, revision, old[0]["digest"], old[0]["changed_at"], old[0]["mode"]
                 )
             data = tx.content.blob(art.digest) if art.digest else None
+            if art.digest and data is None:
+                stone = tx.retention.tombstones(project_id, [art.digest]).get(art.digest)
+                if stone is not None:
+                    raise deleted_error(stone)
+                raise NotFound(f"the bytes of {norm} are missing", reason=ErrorReason.BLOB_MISSING)
             return ArtifactContent(art, data)
 
         return self.ctx.store.read(run)

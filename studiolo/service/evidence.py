@@ -28,6 +28,7 @@ from studiolo.core.trust import link_id, receipt_id_of
 from studiolo.keys import key_id, verify
 from studiolo.service._door import Context
 from studiolo.service._ids import check_id
+from studiolo.service.retention import deleted_error
 from studiolo.service.verification import (
     CandidateTree,
     TreeEntry,
@@ -133,6 +134,9 @@ class EvidenceOps:
                     checker=receipt.checker,
                     result=receipt.result.value,
                     log_digest=receipt.log_digest,
+                    # authority time from the candidate's submission to this receipt: the
+                    # metric `studiolo_verifier_check_duration_seconds`
+                    checked_after=round(max(0.0, tx.now - cand.created_at), 6),
                 )
             return receipt
 
@@ -302,6 +306,9 @@ class EvidenceOps:
             cand, task = self._candidate_for(tx, caller, candidate_id)
             self.ctx.require(tx, caller, task.project_id, Action.VERIFY)
             files, unreproducible = declared_tree(tx, task.project_id, cand)
+            gone = tx.retention.tombstones(task.project_id, {e.digest for e in files.values()})
+            if gone:  # re-verification is impossible, and says why
+                raise deleted_error(min(gone.values(), key=lambda g: g.digest))
             grants = self.ctx.grants(tx, caller, task.project_id)
             withheld = tuple(
                 p

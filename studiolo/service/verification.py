@@ -48,7 +48,12 @@ def work_items(tx: Tx, caller: Principal, task: Task, mine: Mapping[str, Checker
         return []
     out = []
     # Every candidate of the current attempt (the worker may cite any of them), newest first.
-    for cand in reversed(tx.content.candidates_of_attempt(task.current_attempt_id)):
+    cands = list(reversed(tx.content.candidates_of_attempt(task.current_attempt_id)))
+    named = {d for c in cands for d in c.files.values() if d}
+    deleted = set(tx.retention.tombstones(task.project_id, named)) if named else set()
+    for cand in cands:
+        if deleted & set(cand.files.values()):
+            continue  # its bytes were deleted: nobody can check them again
         done = {(r.criterion, r.checker) for r in tx.evidence.receipts_of_candidate(cand.id)}
         for crit in task.contract.criteria:
             checker = mine.get(crit.checker)

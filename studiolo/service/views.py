@@ -27,6 +27,7 @@ from studiolo.core.model import (
     Task,
     TaskStatus,
 )
+from studiolo.core.retention import Tombstone
 from studiolo.core.trust import verified
 from studiolo.service._door import Context
 from studiolo.service._ids import check_id
@@ -57,6 +58,17 @@ class TaskView:
     receipts: tuple[Receipt, ...]
     completion: Completion | None
     rejections: tuple[Event, ...] = field(default_factory=tuple)
+    deleted: tuple[Tombstone, ...] = ()  # bytes its candidates name that were deleted
+
+    @property
+    def bytes_deleted(self) -> str | None:
+        """Why "still current" and re-verification cannot be answered: the bytes they need
+        were deleted (`bytes deleted <when> by <who>: <reason>`); None if none were."""
+        if not self.deleted:
+            return None
+        first = self.deleted[0].text()
+        more = len(self.deleted) - 1
+        return first + (f" (and {more} more)" if more else "")
 
 
 @dataclass(frozen=True)
@@ -214,6 +226,7 @@ class ViewOps:
         now_of = tx.content.declared_revisions_later(project, published, ()) if completion else None
         deployed_of = self._deployed_later(tx, task, completion)
         refused_of = tx.audit.events_of_subject_later(project, task.id, limit=10_000) if rejections else list
+        deleted_of = tx.retention.deleted_of_task_later(project, task.id) if candidates else list
         held = [a for a in attempts if a.id == task.current_attempt_id and a.status is AttemptStatus.ACTIVE]
         if held:
             tx.expect_clock()  # whether its lease is live
@@ -235,7 +248,8 @@ class ViewOps:
             refused = tuple(e for e in refused_of() if e.kind == "completion.rejected")
             receipts = tuple(receipts_of()) if candidates else ()
             fact = strongest_fact(ev)
-            return TaskView(task, fact, still, attempts, candidates, receipts, completion, refused)
+            deleted = tuple(deleted_of())
+            return TaskView(task, fact, still, attempts, candidates, receipts, completion, refused, deleted)
 
         return view
 

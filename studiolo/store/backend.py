@@ -32,6 +32,7 @@ from studiolo.store.gate import Gate
 from studiolo.store.group import Job
 from studiolo.store.publications import PublicationRepo
 from studiolo.store.remote import RemoteRepo
+from studiolo.store.retention import RetentionRepo
 from studiolo.store.work import WorkRepo
 
 __all__ = [
@@ -72,6 +73,7 @@ class Tx:
         self.a2a = A2ARepo(conn)
         self.remote = RemoteRepo(conn)
         self.publications = PublicationRepo(conn)
+        self.retention = RetentionRepo(conn)
         self._authority: Callable[[], tuple[float, str]] = lambda: (0.0, "")
         self._expect: Callable[[], None] | None = None  # sends the clock's read ahead (`expect_clock`)
         self._read: tuple[float, str] | None = None

@@ -160,9 +160,11 @@ def restore(store: Store, path: Path, previous: Store | None = None) -> RestoreI
     if schema not in migrations.known_revisions():
         raise BackupError(f"backup schema {schema} is unknown to this build")
     sources = [_known_in(previous)] if previous is not None else []
+    deleted = _deletions_in(previous) if previous is not None else []
     with store.exclusive() as conn:
         before = _previous_authority(conn)
         sources.insert(0, authority.known(conn))
+        deleted += _deletions(conn)
         _prepare_target(conn, schema)
         tables = _reflect(conn)
         _clear(conn, tables)
@@ -170,6 +172,7 @@ def restore(store: Store, path: Path, previous: Store | None = None) -> RestoreI
         if loaded != counts:
             raise BackupError("the rows read differ from the trailer's counts")
         migrations.upgrade(conn, "head")
+        _keep_deleted(conn, deleted)
         _restart_sequence(conn)
         settled = authority.settle(conn, sources, store.authority_clock(conn))
         if conn.dialect.name == "postgresql":
@@ -185,6 +188,36 @@ def _known_in(ledger: Store) -> authority.Known:
     if found is authority.EMPTY:
         raise BackupError(f"the previous ledger {ledger.engine.url!r} has no ledger tables")
     return found
+
+
+def _deletions_in(ledger: Store) -> list[dict[str, Any]]:
+    with ledger.engine.connect() as conn, conn.begin():
+        return _deletions(conn)
+
+
+def _deletions(conn: Connection) -> list[dict[str, Any]]:
+    """The tombstones of a ledger about to be replaced (none before migration 0014)."""
+    if "tombstones" not in set(inspect(conn).get_table_names()):
+        return []
+    return [dict(row._mapping) for row in conn.execute(select(s.tombstones))]
+
+
+def _keep_deleted(conn: Connection, deleted: list[dict[str, Any]]) -> None:
+    """Bytes deleted in a replaced ledger stay deleted (docs/operations.md, "Retention and
+    deletion"): their tombstones are carried over (where the project was restored) and every
+    tombstoned blob is removed, whatever the backup holds."""
+    projects = {r[0] for r in conn.execute(select(s.projects.c.id))}
+    have = {(r[0], r[1]) for r in conn.execute(select(s.tombstones.c.project_id, s.tombstones.c.digest))}
+    for row in deleted:
+        key = (row["project_id"], row["digest"])
+        if key not in have and row["project_id"] in projects:
+            conn.execute(s.tombstones.insert().values(**row))
+            have.add(key)
+    digests = sorted({d for _p, d in have} | {row["digest"] for row in deleted})
+    for i in range(0, len(digests), 500):
+        part = digests[i : i + 500]
+        conn.execute(s.blob_refs.delete().where(s.blob_refs.c.digest.in_(part)))
+        conn.execute(s.blobs.delete().where(s.blobs.c.digest.in_(part)))
 
 
 def _verify(path: Path) -> tuple[dict[str, Any], dict[str, int]]:

@@ -36,6 +36,12 @@ _INSERT_RECEIPT = (
     "INSERT INTO receipts (id, project_id, candidate_id, body, signature, issuer_id, reused_from,"
     " created_at, issuer_kid) VALUES (:id, :p, :cand, :body, :sig, :issuer, :src, :at, :kid)"
 )
+# Candidates of the tasks' current attempts that no verifier has answered yet (the metric
+# `studiolo_verifier_queue_depth`): one count over the claimed tasks.
+_PENDING = (
+    "SELECT COUNT(*) FROM tasks t JOIN candidates c ON c.attempt_id = t.current_attempt_id"
+    " WHERE t.status = 'claimed' AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.candidate_id = c.id)"
+)
 _RECEIPT = f"SELECT {columns(s.receipts, 'r')} FROM receipts r WHERE r.id = :id"
 _RECEIPTS_OF_CANDIDATE = (
     f"SELECT {columns(s.receipts, 'r')} FROM receipts r WHERE r.candidate_id = :c ORDER BY r.created_at, r.id"
@@ -106,6 +112,11 @@ class EvidenceRepo:
             params |= {"a": bytes_of[0], "d": bytes_of[1], "dd": bytes_of[2]}
         rows = self._raw.later(" UNION ALL ".join(parts) + _GATHER_ORDER, params)
         return lambda: _gathered(rows())
+
+    def pending_candidates(self) -> int:
+        """How many candidates of current attempts of claimed tasks have no receipt yet."""
+        row = self._raw.one(_PENDING, {})
+        return int(row[0]) if row else 0
 
     def receipt(self, receipt_id: str) -> Receipt | None:
         row = self._raw.one(_RECEIPT, {"id": receipt_id})

@@ -390,3 +390,53 @@ publications = Table(
     Column("changes", Text, nullable=False),  # JSON: path → [digest, mode] (mode null: kept), or null
     Column("meta", Text, nullable=False),  # JSON: title, task, attempt, candidate, contract, ...
 )
+
+# Evidence retention and deletion (docs/operations.md, "Retention and deletion").
+retention_policies = Table(
+    "retention_policies",  # seconds each kind is kept (NULL: for ever); no row: all for ever
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("candidates", Float, nullable=True),
+    Column("verifier_logs", Float, nullable=True),
+    Column("delegations", Float, nullable=True),
+    Column("updated_at", Float, nullable=False),
+    Column("updated_by", String(ID), nullable=True),
+)
+
+legal_holds = Table(
+    "legal_holds",  # on a task, or on the whole project (task_id NULL); live until released
+    metadata,
+    Column("id", String(ID), primary_key=True),
+    Column("project_id", String(ID), ForeignKey("projects.id"), nullable=False),
+    Column("task_id", String(ID), nullable=True),
+    Column("reason", Text, nullable=False),
+    Column("placed_by", String(ID), nullable=False),
+    Column("placed_at", Float, nullable=False),
+    Column("released_at", Float, nullable=True),
+    Column("released_by", String(ID), nullable=True),
+    Column("release_reason", Text, nullable=True),
+    Index("ix_legal_holds_project", "project_id", "released_at"),
+)
+
+tombstones = Table(
+    "tombstones",  # bytes deleted (by a sweep or on request): what, of what, by whom, when, why
+    metadata,
+    Column("project_id", String(ID), ForeignKey("projects.id"), primary_key=True),
+    Column("digest", String(80), primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("paths", Text, nullable=False),  # JSON list: the project's paths that named the bytes
+    Column("subject", String(1100), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("deleted_by", String(ID), nullable=False),  # a principal id, or "retention"
+    Column("deleted_at", Float, nullable=False),
+    Index("ix_tombstones_digest", "digest"),  # a restore drops every tombstoned blob
+)
+
+retention_swept = Table(
+    "retention_swept",  # evidence a sweep already deleted: (kind, candidate/receipt/delegation id)
+    metadata,
+    Column("kind", String(32), primary_key=True),
+    Column("subject", String(100), primary_key=True),
+    Column("project_id", String(ID), nullable=False),
+    Column("swept_at", Float, nullable=False),
+)

@@ -25,7 +25,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from studiolo._exceptions import StudioloError
+from studiolo._exceptions import BytesDeleted, StudioloError
 from studiolo.api.verification import CandidateTree, VerificationItem
 from studiolo.core.canonical import digest_bytes, digest_json
 from studiolo.core.enums import VerdictIsolation
@@ -142,6 +142,8 @@ class Runner:
             rid = self._post(item, outcome, log, checker)
         except _Skip as exc:
             return report("skipped", str(exc))
+        except BytesDeleted as exc:  # its bytes were deleted: nobody can check them again
+            return report("skipped", f"re-verification impossible: {exc.detail}")
         except _NotAVerdict as exc:
             self._retry_at[(item.candidate_id, item.criterion)] = self.clock() + self.retry_seconds
             return report(

@@ -115,6 +115,10 @@ _ARGS: dict[str, dict[str, Any]] = {
     "review": {"decision": "finalize"},
     "git_import": {"files": {}, "source": {}},
     "git_mirror": {"url": "https://m"},
+    "set_retention": {"periods": {"candidates": 60.0}},
+    "place_hold": {"reason": "r"},
+    "release_hold": {"reason": "r"},
+    "delete_bytes": {"digest": "sha256:" + "0" * 64, "reason": "r"},
 }
 
 

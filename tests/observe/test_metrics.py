@@ -5,6 +5,7 @@ library's own parser), and no caller able to mint a time series."""
 from __future__ import annotations
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
@@ -173,3 +174,39 @@ def test_metrics_off_counts_nothing(world: World) -> None:
         s.value for f in text_string_to_metric_families(text) for s in f.samples if "_created" not in s.name
     ]
     assert values and set(values) == {0.0}  # the unlabelled series, at zero; no labelled one
+
+
+def test_verifier_queue_depth_and_check_durations(actors: Actors) -> None:
+    """The queue counts a submitted candidate until a verifier answers it; the check's time
+    (submission → receipt, authority clock) lands in the histogram under its result."""
+    admin, agent, ver = actors.client("admin"), actors.client("agent"), actors.client("verifier")
+
+    def depth() -> float:
+        (sample,) = _samples(admin.metrics())["studiolo_verifier_queue_depth"]
+        return sample.value
+
+    assert depth() == 0
+    attempt = agent.claim(new_task(admin).id)
+    cand = submit(agent, attempt, {"src/answer.txt": b"42\n"})
+    assert depth() == 1
+    actors.world.clock.advance(12.5)
+    verify(ver, actors.world, cand)
+    assert depth() == 0
+    checks = _samples(admin.metrics())["studiolo_verifier_check_duration_seconds"]
+    counts = {s.labels["result"]: s.value for s in checks if s.name.endswith("_count")}
+    sums = {s.labels["result"]: s.value for s in checks if s.name.endswith("_sum")}
+    assert counts == {"pass": 1} and sums["pass"] == pytest.approx(12.5)
+    under_10 = [s for s in checks if s.name.endswith("_bucket") and s.labels["le"] == "10.0"]
+    assert [s.value for s in under_10] == [0]
+
+
+def test_the_queue_gauge_leaves_a_broken_ledger_out() -> None:
+    metrics = Metrics()
+
+    def broken() -> int:
+        raise OSError("the ledger is down")
+
+    metrics.watch_queue(broken)
+    assert "studiolo_verifier_queue_depth" not in _samples(metrics.render().decode())
+    metrics.watch_queue(lambda: 3)
+    assert _samples(metrics.render().decode())["studiolo_verifier_queue_depth"][0].value == 3

@@ -67,6 +67,10 @@ COMMANDS: dict[str, Lazy] = {
     "policy": Lazy(_ADMIN, "Policies: the project's versioned handbook."),
     "checker": Lazy(_ADMIN, "Checkers and the verifiers admitted for them."),
     "blob": Lazy(_ADMIN, "Blobs: delete the ones nothing references (service admins)."),
+    "admin": Lazy(
+        "studiolo.faces.cli.retention",
+        "Evidence retention, legal holds, deletion of bytes on request (project admins).",
+    ),
     "a2a": Lazy("studiolo.faces.cli.a2a", "A2A: intake templates for work delegated by other agents."),
     "remote-org": Lazy(
         "studiolo.faces.cli.remote", "Remote organisations: the keys pinned for their agents."

@@ -90,7 +90,7 @@ def exit_code(status: int) -> int:
         return 1
     if status in (400, 413, 422):
         return 2
-    if status in (401, 403, 404):
+    if status in (401, 403, 404, 410):  # 410: the bytes were deleted
         return 3
     return 4
 

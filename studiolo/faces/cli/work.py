@@ -86,6 +86,10 @@ def _show_task(con: Printer, v: s.TaskViewOut) -> None:
         con.print(f"completed: commit version {v.completion.commit_version}, {v.completion.id}")
     for e in v.rejections:
         con.print(f"[red]rejected[/] {e.data.get('failed')} (request {e.data.get('request_id')})")
+    if t.bytes_deleted:
+        con.print(f"[yellow]still current and re-verification impossible:[/] {t.bytes_deleted}")
+    for d in v.deleted:
+        con.print(f"  {d.digest} ({', '.join(d.paths) or d.subject}): {d.text}")
 
 
 @task_app.command("create")

@@ -26,6 +26,7 @@ from studiolo.observe.tracing import traced, tracer_of
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 from studiolo.workers.a2a.requester import mount_requester
+from studiolo.workers.retention import mount_sweeper
 
 __all__ = ["create_app"]
 
@@ -60,6 +61,7 @@ def create_app(
     mount_mcp(app, coordinator, settings)  # the MCP face, under /mcp (mounted last: matched first)
     if settings.a2a_requester:
         mount_requester(app, background, settings)  # delegations to remote A2A agents
+    mount_sweeper(app, background, settings.retention_sweep_seconds)  # expired evidence, on a timer
     install_handlers(app)
     app.openapi = openapi_document  # type: ignore[method-assign]
     # outermost last: observed (ids, metrics, logs) → requests in flight → the operations' one

@@ -24,6 +24,7 @@ _ERRORS = {
     "403": "the caller lacks a live grant (`not_authorized`, `verifier_not_admitted`)",
     "404": "not found, or not visible to the caller (`task_not_found`, `not_found`)",
     "409": "a conflict or a rejected completion (`failed` lists every failing predicate)",
+    "410": "the bytes asked for were deleted (`bytes_deleted`: when, by whom, why)",
     "413": "the body is too large (`payload_too_large`)",
     "422": "the body or a parameter does not match this schema (`invalid_request`)",
     "500": "an unexpected error (`internal_error`)",

@@ -86,8 +86,8 @@ class Tools:
 
     def get_task(self, task_id: TaskId, ctx: Context) -> Annotated[CallToolResult, s.TaskViewOut]:
         """A task: its contract (criteria, scope, hash), the strongest established fact and
-        whether an accepted result is still current, attempts, candidates, receipts,
-        completion and refused completions."""
+        whether an accepted result is still current (`bytes_deleted` says why not, if its
+        bytes were deleted), attempts, candidates, receipts, completion and refused completions."""
         return answer(lambda: self.port_for(ctx).task(task_id))
 
     def claim_task(

@@ -13,6 +13,7 @@ from studiolo.faces.http.routes import (  # noqa: E402
     git,
     ops,
     remote,
+    retention,
     work,
 )
 
@@ -27,5 +28,6 @@ ROUTERS = (
     completion.router,
     events.router,
     remote.router,
+    retention.router,
     git.router,
 )
