@@ -14,6 +14,11 @@ the plain HTTP API (`studiolo.client`), one client, sequential, one server, one 
 The server is `studiolo serve` in a subprocess on a fresh SQLite ledger. The last line is
 JSON; `mcp_overhead_ratio` = MCP time ÷ HTTP time for the cycle, `get_task_ratio` the same
 for a task read, and `loadavg` the 1-minute load average before and after.
+
+The reads' CPU is measured too, which a loaded machine moves far less than their wall time:
+`get_task_cpu_ms` is the CPU per read of the server process (every thread, from
+`/proc/PID/task/*/schedstat`) and of this client process (`time.process_time_ns`) on each
+side, and `get_task_cpu_ratio` = MCP (server + client) ÷ HTTP (server + client).
 """
 
 from __future__ import annotations
@@ -111,6 +116,43 @@ def _rate(durations: list[float]) -> float:
     return len(durations) / sum(durations)
 
 
+class Cpu:
+    """CPU nanoseconds spent on the reads of each side, by the server and by this client."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.spent: dict[str, list[int]] = {"http": [0, 0], "mcp": [0, 0]}  # side → [server, client]
+
+    def now(self) -> tuple[int, int]:
+        return _threads_cpu_ns(self.server_pid), time.process_time_ns()
+
+    def add(self, side: str, before: tuple[int, int]) -> None:
+        after = self.now()
+        self.spent[side][0] += after[0] - before[0]
+        self.spent[side][1] += after[1] - before[1]
+
+    def per_read_ms(self, reads: int) -> dict[str, dict[str, float]]:
+        return {
+            side: {"server": round(server / reads / 1e6, 3), "client": round(client / reads / 1e6, 3)}
+            for side, (server, client) in self.spent.items()
+        }
+
+    def ratio(self) -> float:
+        return round(sum(self.spent["mcp"]) / sum(self.spent["http"]), 3)
+
+
+def _threads_cpu_ns(pid: int) -> int:
+    """Time on a CPU of every live thread of `pid` (a thread that ends between two readings
+    takes its time along: the server's worker threads outlive the reads)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
 async def _mcp_phase(
     url: str,
     token: str,
@@ -119,6 +161,7 @@ async def _mcp_phase(
     http_read: Callable[[], object],
     cycle: Callable[..., Awaitable[float]],
     tasks: list[str],
+    cpu: Cpu,
 ) -> tuple[list[float], list[float], list[float]]:
     """Task reads in alternating blocks (HTTP, then MCP), then the MCP cycles."""
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
@@ -130,14 +173,18 @@ async def _mcp_phase(
         http_gets: list[float] = []
         mcp_gets: list[float] = []
         for block in reads.blocks():
+            before = cpu.now()
             for _ in range(block):
                 t0 = time.perf_counter()
                 http_read()
                 http_gets.append(time.perf_counter() - t0)
+            cpu.add("http", before)
+            before = cpu.now()
             for _ in range(block):
                 t0 = time.perf_counter()
                 _ok(await m.call_tool("get_task", args))
                 mcp_gets.append(time.perf_counter() - t0)
+            cpu.add("mcp", before)
         cycles = [await cycle(m, i, task_id) for i, task_id in enumerate(tasks)]
     return http_gets, mcp_gets, cycles
 
@@ -200,8 +247,9 @@ def main() -> None:
                     return await _mcp_cycle(m, verifier, demo, task_id, i)
 
                 reads = Reads(args.reads, args.rounds, args.warm)
+                cpu = Cpu(server.pid)
                 http_gets, mcp_gets, mcp_cycles = anyio.run(
-                    _mcp_phase, url, token, get_id, reads, lambda: c.task(get_id), cycle, mcp_tasks
+                    _mcp_phase, url, token, get_id, reads, lambda: c.task(get_id), cycle, mcp_tasks, cpu
                 )
             load_after = _load()
         finally:
@@ -213,6 +261,9 @@ def main() -> None:
         # the ratio of the medians: what one read costs, without the preemptions a loaded
         # machine adds to some reads of either side
         "get_task_median_ratio": round(statistics.median(mcp_gets) / statistics.median(http_gets), 3),
+        # CPU per read (server process, this client): what the reads cost, whatever the load
+        "get_task_cpu_ratio": cpu.ratio(),
+        "get_task_cpu_ms": cpu.per_read_ms(args.reads),
         "get_task_http_per_s": round(_rate(http_gets), 1),
         "get_task_mcp_per_s": round(_rate(mcp_gets), 1),
         "cycle_http_ms": round(1000 * sum(http_cycles) / len(http_cycles), 1),
@@ -226,6 +277,7 @@ def main() -> None:
         f"get_task: {result['get_task_mcp_per_s']}/s over MCP vs {result['get_task_http_per_s']}/s over HTTP"
     )
     print(f"cycle: {result['cycle_mcp_ms']} ms over MCP vs {result['cycle_http_ms']} ms over HTTP")
+    print(f"get_task CPU per read (ms): {result['get_task_cpu_ms']}")
     print(json.dumps(result))
 
 
