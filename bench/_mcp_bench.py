@@ -9,7 +9,8 @@ the plain HTTP API (`studiolo.client`), one client, sequential, one server, one 
 - a cycle: claim → submit → complete. Both sides make the same door calls the tools make:
   claim and read the task (the contract hash), upload and submit, read the candidate, the
   attempt and the receipts, complete. A verifier signs each candidate between submit and
-  complete, through the plain API and outside the timing, on both sides.
+  complete, through the plain API and outside the timing, on both sides. The cycles run in
+  alternating blocks too (`--rounds` of each, after the reads).
 
 The server is `studiolo serve` in a subprocess on a fresh SQLite ledger. The last line is
 JSON; `mcp_overhead_ratio` = MCP time ÷ HTTP time for the cycle, `get_task_ratio` the same
@@ -159,11 +160,10 @@ async def _mcp_phase(
     get_id: str,
     reads: Reads,
     http_read: Callable[[], object],
-    cycle: Callable[..., Awaitable[float]],
-    tasks: list[str],
+    cycles: Cycles,
     cpu: Cpu,
-) -> tuple[list[float], list[float], list[float]]:
-    """Task reads in alternating blocks (HTTP, then MCP), then the MCP cycles."""
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Task reads, then cycles, each in alternating blocks (HTTP, then MCP)."""
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
     async with http, McpClient(streamable_http_client(f"{url}/mcp", http_client=http)) as m:
         args = {"task_id": get_id}
@@ -185,8 +185,35 @@ async def _mcp_phase(
                 _ok(await m.call_tool("get_task", args))
                 mcp_gets.append(time.perf_counter() - t0)
             cpu.add("mcp", before)
-        cycles = [await cycle(m, i, task_id) for i, task_id in enumerate(tasks)]
-    return http_gets, mcp_gets, cycles
+        http_cycles, mcp_cycles = await cycles.alternate(m, reads.rounds)
+    return http_gets, mcp_gets, http_cycles, mcp_cycles
+
+
+class Cycles:
+    """The cycles of each side: its tasks and how one cycle runs (`i`: the cycle's number)."""
+
+    def __init__(
+        self,
+        http: Callable[[int, str], float],
+        mcp: Callable[[McpClient, int, str], Awaitable[float]],
+        http_tasks: list[str],
+        mcp_tasks: list[str],
+    ) -> None:
+        self.http, self.mcp = http, mcp
+        self.http_tasks, self.mcp_tasks = http_tasks, mcp_tasks
+
+    async def alternate(self, m: McpClient, rounds: int) -> tuple[list[float], list[float]]:
+        """Every cycle of both sides, in `rounds` alternating blocks: HTTP, MCP, HTTP, …"""
+        http: list[float] = []
+        mcp: list[float] = []
+        start = 0
+        for block in Reads(len(self.http_tasks), rounds, 0).blocks():
+            for i in range(start, start + block):
+                http.append(self.http(i, self.http_tasks[i]))
+            for i in range(start, start + block):
+                mcp.append(await self.mcp(m, i, self.mcp_tasks[i]))
+            start += block
+        return http, mcp
 
 
 class Reads:
@@ -241,15 +268,20 @@ def main() -> None:
             token = demo.tokens["agent-a"]
             load_before = _load()
             with Client(url, token) as c, Client(url, demo.tokens["ci"]) as verifier:
-                http_cycles = [_http_cycle(c, verifier, demo, t, i) for i, t in enumerate(http_tasks)]
 
-                async def cycle(m: McpClient, i: int, task_id: str) -> float:
+                async def mcp_cycle(m: McpClient, i: int, task_id: str) -> float:
                     return await _mcp_cycle(m, verifier, demo, task_id, i)
 
+                cycles = Cycles(
+                    lambda i, task_id: _http_cycle(c, verifier, demo, task_id, i),
+                    mcp_cycle,
+                    http_tasks,
+                    mcp_tasks,
+                )
                 reads = Reads(args.reads, args.rounds, args.warm)
                 cpu = Cpu(server.pid)
-                http_gets, mcp_gets, mcp_cycles = anyio.run(
-                    _mcp_phase, url, token, get_id, reads, lambda: c.task(get_id), cycle, mcp_tasks, cpu
+                http_gets, mcp_gets, http_cycles, mcp_cycles = anyio.run(
+                    _mcp_phase, url, token, get_id, reads, lambda: c.task(get_id), cycles, cpu
                 )
             load_after = _load()
         finally:
