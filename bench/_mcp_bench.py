@@ -144,7 +144,11 @@ class Cpu:
 
 def _threads_cpu_ns(pid: int) -> int:
     """Time on a CPU of every live thread of `pid` (a thread that ends between two readings
-    takes its time along: the server's worker threads outlive the reads)."""
+    takes its time along: the server's worker threads outlive the reads). Without
+    schedstat (a kernel without CONFIG_SCHED_INFO), the process's user + system ticks."""
+    if not Path(f"/proc/{pid}/schedstat").exists():
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
     total = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
