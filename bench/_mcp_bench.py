@@ -9,11 +9,17 @@ the plain HTTP API (`studiolo.client`), one client, sequential, one server, one 
 - a cycle: claim → submit → complete. Both sides make the same door calls the tools make:
   claim and read the task (the contract hash), upload and submit, read the candidate, the
   attempt and the receipts, complete. A verifier signs each candidate between submit and
-  complete, through the plain API and outside the timing, on both sides.
+  complete, through the plain API and outside the timing, on both sides. The cycles run in
+  alternating blocks too (`--rounds` of each, after the reads).
 
 The server is `studiolo serve` in a subprocess on a fresh SQLite ledger. The last line is
 JSON; `mcp_overhead_ratio` = MCP time ÷ HTTP time for the cycle, `get_task_ratio` the same
 for a task read, and `loadavg` the 1-minute load average before and after.
+
+The reads' CPU is measured too, which a loaded machine moves far less than their wall time:
+`get_task_cpu_ms` is the CPU per read of the server process (every thread, from
+`/proc/PID/task/*/schedstat`) and of this client process (`time.process_time_ns`) on each
+side, and `get_task_cpu_ratio` = MCP (server + client) ÷ HTTP (server + client).
 """
 
 from __future__ import annotations
@@ -111,16 +117,57 @@ def _rate(durations: list[float]) -> float:
     return len(durations) / sum(durations)
 
 
+class Cpu:
+    """CPU nanoseconds spent on the reads of each side, by the server and by this client."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.spent: dict[str, list[int]] = {"http": [0, 0], "mcp": [0, 0]}  # side → [server, client]
+
+    def now(self) -> tuple[int, int]:
+        return _threads_cpu_ns(self.server_pid), time.process_time_ns()
+
+    def add(self, side: str, before: tuple[int, int]) -> None:
+        after = self.now()
+        self.spent[side][0] += after[0] - before[0]
+        self.spent[side][1] += after[1] - before[1]
+
+    def per_read_ms(self, reads: int) -> dict[str, dict[str, float]]:
+        return {
+            side: {"server": round(server / reads / 1e6, 3), "client": round(client / reads / 1e6, 3)}
+            for side, (server, client) in self.spent.items()
+        }
+
+    def ratio(self) -> float:
+        return round(sum(self.spent["mcp"]) / sum(self.spent["http"]), 3)
+
+
+def _threads_cpu_ns(pid: int) -> int:
+    """Time on a CPU of every live thread of `pid` (a thread that ends between two readings
+    takes its time along: the server's worker threads outlive the reads). Without
+    schedstat (a kernel without CONFIG_SCHED_INFO), the process's user + system ticks."""
+    if not Path(f"/proc/{pid}/schedstat").exists():
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
 async def _mcp_phase(
     url: str,
     token: str,
     get_id: str,
     reads: Reads,
     http_read: Callable[[], object],
-    cycle: Callable[..., Awaitable[float]],
-    tasks: list[str],
-) -> tuple[list[float], list[float], list[float]]:
-    """Task reads in alternating blocks (HTTP, then MCP), then the MCP cycles."""
+    cycles: Cycles,
+    cpu: Cpu,
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Task reads, then cycles, each in alternating blocks (HTTP, then MCP)."""
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
     async with http, McpClient(streamable_http_client(f"{url}/mcp", http_client=http)) as m:
         args = {"task_id": get_id}
@@ -130,16 +177,47 @@ async def _mcp_phase(
         http_gets: list[float] = []
         mcp_gets: list[float] = []
         for block in reads.blocks():
+            before = cpu.now()
             for _ in range(block):
                 t0 = time.perf_counter()
                 http_read()
                 http_gets.append(time.perf_counter() - t0)
+            cpu.add("http", before)
+            before = cpu.now()
             for _ in range(block):
                 t0 = time.perf_counter()
                 _ok(await m.call_tool("get_task", args))
                 mcp_gets.append(time.perf_counter() - t0)
-        cycles = [await cycle(m, i, task_id) for i, task_id in enumerate(tasks)]
-    return http_gets, mcp_gets, cycles
+            cpu.add("mcp", before)
+        http_cycles, mcp_cycles = await cycles.alternate(m, reads.rounds)
+    return http_gets, mcp_gets, http_cycles, mcp_cycles
+
+
+class Cycles:
+    """The cycles of each side: its tasks and how one cycle runs (`i`: the cycle's number)."""
+
+    def __init__(
+        self,
+        http: Callable[[int, str], float],
+        mcp: Callable[[McpClient, int, str], Awaitable[float]],
+        http_tasks: list[str],
+        mcp_tasks: list[str],
+    ) -> None:
+        self.http, self.mcp = http, mcp
+        self.http_tasks, self.mcp_tasks = http_tasks, mcp_tasks
+
+    async def alternate(self, m: McpClient, rounds: int) -> tuple[list[float], list[float]]:
+        """Every cycle of both sides, in `rounds` alternating blocks: HTTP, MCP, HTTP, …"""
+        http: list[float] = []
+        mcp: list[float] = []
+        start = 0
+        for block in Reads(len(self.http_tasks), rounds, 0).blocks():
+            for i in range(start, start + block):
+                http.append(self.http(i, self.http_tasks[i]))
+            for i in range(start, start + block):
+                mcp.append(await self.mcp(m, i, self.mcp_tasks[i]))
+            start += block
+        return http, mcp
 
 
 class Reads:
@@ -194,14 +272,20 @@ def main() -> None:
             token = demo.tokens["agent-a"]
             load_before = _load()
             with Client(url, token) as c, Client(url, demo.tokens["ci"]) as verifier:
-                http_cycles = [_http_cycle(c, verifier, demo, t, i) for i, t in enumerate(http_tasks)]
 
-                async def cycle(m: McpClient, i: int, task_id: str) -> float:
+                async def mcp_cycle(m: McpClient, i: int, task_id: str) -> float:
                     return await _mcp_cycle(m, verifier, demo, task_id, i)
 
+                cycles = Cycles(
+                    lambda i, task_id: _http_cycle(c, verifier, demo, task_id, i),
+                    mcp_cycle,
+                    http_tasks,
+                    mcp_tasks,
+                )
                 reads = Reads(args.reads, args.rounds, args.warm)
-                http_gets, mcp_gets, mcp_cycles = anyio.run(
-                    _mcp_phase, url, token, get_id, reads, lambda: c.task(get_id), cycle, mcp_tasks
+                cpu = Cpu(server.pid)
+                http_gets, mcp_gets, http_cycles, mcp_cycles = anyio.run(
+                    _mcp_phase, url, token, get_id, reads, lambda: c.task(get_id), cycles, cpu
                 )
             load_after = _load()
         finally:
@@ -213,6 +297,9 @@ def main() -> None:
         # the ratio of the medians: what one read costs, without the preemptions a loaded
         # machine adds to some reads of either side
         "get_task_median_ratio": round(statistics.median(mcp_gets) / statistics.median(http_gets), 3),
+        # CPU per read (server process, this client): what the reads cost, whatever the load
+        "get_task_cpu_ratio": cpu.ratio(),
+        "get_task_cpu_ms": cpu.per_read_ms(args.reads),
         "get_task_http_per_s": round(_rate(http_gets), 1),
         "get_task_mcp_per_s": round(_rate(mcp_gets), 1),
         "cycle_http_ms": round(1000 * sum(http_cycles) / len(http_cycles), 1),
@@ -226,6 +313,7 @@ def main() -> None:
         f"get_task: {result['get_task_mcp_per_s']}/s over MCP vs {result['get_task_http_per_s']}/s over HTTP"
     )
     print(f"cycle: {result['cycle_mcp_ms']} ms over MCP vs {result['cycle_http_ms']} ms over HTTP")
+    print(f"get_task CPU per read (ms): {result['get_task_cpu_ms']}")
     print(json.dumps(result))
 
 

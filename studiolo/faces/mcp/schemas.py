@@ -117,14 +117,33 @@ def _node(value: Any, drop: frozenset[str]) -> Any:
     return value
 
 
+# Keywords that constrain only instances of one type (or only annotate): beside `"type": [T,
+# "null"]` they leave null valid, so `anyOf: [{type: T, …}, {type: null}]` may be merged.
+# Anything else (`const`, `allOf`, `$ref`, `not`, …) applies to null too: such a pair is kept.
+_NULL_SAFE = frozenset(
+    {
+        *("type", "description", "default", "examples", "title", "format", "pattern"),
+        *("minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"),
+        *("multipleOf", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains"),
+        *("properties", "required", "additionalProperties", "patternProperties", "propertyNames"),
+        *("minProperties", "maxProperties"),
+    }
+)
+
+
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """`{"anyOf": [{"type": T, …}, {"type": "null"}]}` → `{"type": [T, "null"], …}`."""
+    """`{"anyOf": [{"type": T, …}, {"type": "null"}]}` → `{"type": [T, "null"], …}`, when
+    that accepts exactly the same instances: every other keyword of the `T` branch ignores
+    null, or is an `enum`, which then lists null too."""
     options = schema.get("anyOf")
     if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
         return schema
     (other,) = [o for o in options if o != {"type": "null"}]
     kind = other.get("type")
-    if not isinstance(kind, str) or set(other) & set(schema):
+    if not isinstance(kind, str) or set(other) & set(schema) or not set(other) <= _NULL_SAFE | {"enum"}:
         return schema
     rest = {k: v for k, v in schema.items() if k != "anyOf"}
-    return {**rest, **other, "type": [kind, "null"]}
+    merged = {**rest, **other, "type": [kind, "null"]}
+    if isinstance(other.get("enum"), list) and None not in other["enum"]:
+        merged["enum"] = [*other["enum"], None]
+    return merged

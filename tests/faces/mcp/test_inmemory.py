@@ -252,3 +252,21 @@ def test_submit_workspace_declares_what_the_session_read(world: World, tmp_path:
         assert stale["reason"] == "dependency_stale"
 
     _run(world, tmp_path, body)
+
+
+def test_a_deleted_path_and_an_unfiltered_listing_pass_the_client_s_schema_check(
+    world: World, tmp_path: Path
+) -> None:
+    """`encoding: null` (a deleted path) and `status: null` are valid: the SDK client checks
+    every structured result against the listed output schema."""
+    world.edit("src/gone.txt", b"x\n")
+    world.edit("src/gone.txt", None)
+    world.new_task()
+
+    async def body(a: Agent, b: Agent) -> None:
+        read = await a.ok("read_artifact", path="src/gone.txt")
+        assert read["encoding"] is None and read["content"] is None
+        listed = await a.ok("list_tasks", status=None)
+        assert listed["tasks"]
+
+    _run(world, tmp_path, body)

@@ -150,3 +150,40 @@ def test_a_definition_used_once_is_written_in_place_and_a_shared_or_recursive_on
     ]
     for doc in docs:
         assert a.is_valid(doc) == b.is_valid(doc), doc
+
+
+def test_a_nullable_enum_keeps_null_and_a_null_rejecting_keyword_keeps_its_any_of() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "encoding": {"anyOf": [{"type": "string", "enum": ["utf-8", "base64"]}, {"type": "null"}]},
+            "kind": {"anyOf": [{"type": "string", "const": "x"}, {"type": "null"}]},
+            "ref": {"anyOf": [{"type": "object", "allOf": [{"required": ["a"]}]}, {"type": "null"}]},
+        },
+    }
+    small = lean(schema)
+    assert small["properties"]["encoding"] == {"type": ["string", "null"], "enum": ["utf-8", "base64", None]}
+    assert "anyOf" in small["properties"]["kind"] and "anyOf" in small["properties"]["ref"]
+    a, b = Draft202012Validator(schema), Draft202012Validator(small)
+    for sample in [*_SAMPLES, "utf-8", "base64", "x", {"a": 1}]:
+        for key in ("encoding", "kind", "ref"):
+            assert a.is_valid({key: sample}) == b.is_valid({key: sample}), (key, sample)
+
+
+def test_every_listed_schema_accepts_what_pydantic_s_schema_accepts(world: World) -> None:
+    """Each tool's lean input and output schema against the schema pydantic generated for
+    it: every top-level property set to each sample (and to each value its enum lists)."""
+    tools_of = Tools(lambda _ctx: InProcessPort(world.coord, world.agent))
+    for tool in tools_of.tools():
+        raw = Tool.from_function(getattr(tools_of, tool.name))
+        pairs = [
+            (raw.parameters, tool.parameters),
+            (raw.fn_metadata.output_schema, tool.fn_metadata.output_schema),
+        ]
+        for full, small in pairs:
+            if full is None or small is None:
+                continue
+            a, b = Draft202012Validator(full), Draft202012Validator(small)
+            for key, prop in small.get("properties", {}).items():
+                for sample in [*_SAMPLES, *prop.get("enum", [])]:
+                    assert a.is_valid({key: sample}) == b.is_valid({key: sample}), (tool.name, key, sample)
