@@ -10,7 +10,7 @@ completion is sent the worker tells the fault loop (a UDP datagram `["s", replic
 and `["e", rid]` once it has an answer or gave that replica up), so that the fault loop can
 kill the replica while that completion is in flight. One chaos client per process revokes
 and re-grants grants, reassigns tasks and edits inputs and targets. Event-stream readers
-(process 0) follow the project's events from the start, resume after the last event id
+(a process of their own) follow the project's events from the start, resume after the last event id
 they saw on another replica when a stream breaks, and log every sequence number.
 
 Every answer is a JSONL line: `op`, `outcome` (`ok`, `refused` with the `reason`,
@@ -66,7 +66,7 @@ def run_load(seed: Seed, plan: SoakPlan, logdir: Path) -> list[Path]:
     """Run the plan in `plan.processes` spawned processes; the JSONL logs they wrote."""
     ctx = multiprocessing.get_context("spawn")
     procs = []
-    for p in range(plan.processes):
+    for p in range(plan.processes + (1 if plan.readers else 0)):  # the readers in a process of their own
         out = logdir / f"soak-{p}.jsonl"
         proc = ctx.Process(target=_process_main, args=(seed.to_json(), plan, p, str(out)), daemon=True)
         procs.append((proc, out))
@@ -90,6 +90,12 @@ async def _process(seed: Seed, plan: SoakPlan, index: int, out: Path) -> None:
         async with httpx.AsyncClient(limits=limits, timeout=timeout) as http:
             net = _Net(seed, http, fh, plan.signal_port)
             deadline = time.monotonic() + plan.seconds
+            if index == plan.processes:
+                await asyncio.gather(
+                    *(_Reader(net, seed, k).run(deadline + plan.drain) for k in range(plan.readers))
+                )
+                net.log(type="cpu", cpu_s=time.process_time())
+                return
             jobs = []
             for w in range(plan.clients):
                 n = index * plan.clients + w
@@ -97,8 +103,6 @@ async def _process(seed: Seed, plan: SoakPlan, index: int, out: Path) -> None:
                 jobs.append(worker.run(deadline))
             chaos = _Chaos(net, seed, index, plan, random.Random(plan.seed * 7_000_003 + index))
             jobs.append(chaos.run(deadline))
-            if index == 0:
-                jobs += [_Reader(net, seed, k).run(deadline + plan.drain) for k in range(plan.readers)]
             await asyncio.gather(*jobs)
         net.close()
         net.log(type="cpu", cpu_s=time.process_time())
