@@ -1,29 +1,35 @@
 """A soak under faults: N `studiolo serve` replicas on one ledger, many clients, and faults.
 
-    python bench/soak.py [--seconds 120] [--replicas 4] [--processes 4] [--workers 12]
-                         [--kill-every 2.0] [--pg-restarts 3] [--sqlite]
+    python bench/soak.py [--seconds 120] [--replicas 4] [--processes 2] [--clients 26]
+                         [--readers 3] [--kill-every 2.0] [--pg-restarts 3] [--sqlite] [--cold]
+    python bench/soak.py --probe-restarts 3     # only: kill → /healthz, cold and warm
 
-The load is the scale tests' (tests/scale/load.py): per client process `--workers` agents
-that claim, heartbeat, put blobs, submit candidates, have the verifier sign receipts and
-complete (retrying a lost answer with the same request id, sometimes replaying an answered
-one), and one chaos client that revokes and re-grants grants, reassigns tasks and edits
-the inputs and targets. Meanwhile the fault loop, every `--kill-every` seconds, kills one
-replica with SIGKILL (no shutdown: transactions cut off mid-flight), starts it again and
-times how long until it answers `/healthz` (its recovery); kills overlap recoveries, but
-one replica is always left answering. On PostgreSQL the ledger is a
+The load is bench/soakload.py: `--processes` asyncio client processes of `--clients` workers
+each (claims, then mostly heartbeats and reads, now and then a blob, a candidate, a signed
+receipt and a completion, retried with the same request id and sometimes replayed) plus one
+chaos client each (revocations, reassignments, edits), and `--readers` event-stream readers;
+every client fails over to another replica at once and logs every answer. The fault loop
+(bench/soakfaults.py), every `--kill-every` seconds, waits for a completion in flight and
+kills its replica with SIGKILL (no shutdown: transactions cut off mid-flight), then restarts
+it from a warm spare (`--cold`: a fresh `studiolo serve`) and times kill → `/healthz`; kills
+overlap recoveries, but one replica is always left answering. On PostgreSQL the ledger is a
 private cluster this script starts with `initdb` in a temporary directory (never the
 system's server), and `--pg-restarts` times during the run it restarts that server
 (`pg_ctl restart -m immediate`: a crash, then recovery) and times until every replica
-answers again. `--sqlite` runs on one SQLite file instead (replicas share it; kills only).
+answers again. `--sqlite` runs on one SQLite file instead (kills only).
 
 Afterwards the independent checker (bench/soakcheck.py, over tests/scale/checker.py: it reads
-the ledger's rows and the answers the clients logged in JSONL, and never calls the door) shows: every
-completion a client was told was accepted is in the ledger, once, with the answer it got;
-no request id was accepted twice; every accepted completion's predicates held at its
-commit point (replayed from the audit log); every chain recomputes; fences strictly
-increase per task. The last line is JSON: operations/s, completion latency p50/p99 during
-faults (sent while a replica or the database was down or recovering) and between them,
-recovery times, and the checker's problems (none, or the run failed).
+the ledger's rows and the answers the clients logged in JSONL, and never calls the door) shows:
+every completion a client was told was accepted is in the ledger, once, with the answer it
+got; every claim, heartbeat, candidate, receipt and blob a client was told of is there; no
+request id was applied twice; what the client of each completion killed in flight saw;
+every accepted completion's predicates held at its commit point (replayed from the audit
+log); every chain recomputes; fences strictly increase per task; every reader saw its
+project's events in order without gaps or duplicates. The last line is JSON: operations/s,
+p50/p99 latency of every answered operation during faults (sent while a replica or the
+database was down or recovering) and between them, recovery times per kind of fault,
+counts, CPU per operation (clients, replicas) and the checker's problems (none, or the run
+failed).
 """
 
 from __future__ import annotations
