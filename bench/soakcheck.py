@@ -14,7 +14,14 @@ also show from the tables themselves, without trusting the database's constraint
 - no request id was applied twice: one completion row and one `completion.accepted` event
   per (project, request id);
 - fences never went backwards: per task, attempts in creation order carry strictly
-  increasing fences, and the task's fence is its newest attempt's.
+  increasing fences, and the task's fence is its newest attempt's;
+- every other answer that told a client something succeeded is in the tables: a claim's or
+  a heartbeat's attempt (with that task and fence), a candidate, a receipt, a blob;
+- a kill aimed at an open completion (`kills.jsonl`): what its client saw (no answer from
+  the killed replica, then the same request id elsewhere) and that it was applied at most
+  once, and once if the client was told it was;
+- every event-stream reader saw its project's events in order, with no gap and no
+  duplicate, up to the last one it saw (across its reconnections).
 """
 
 from __future__ import annotations
@@ -24,38 +31,76 @@ import itertools
 import json
 import sys
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench")]
 
-from tests.scale.checker import Findings, check_run, load_rows  # noqa: E402
+from sqlalchemy import create_engine, text  # noqa: E402
 
-__all__ = ["check", "check_rows", "read_answers"]
+from tests.scale.checker import Findings, check_run  # noqa: E402
+from tests.scale.checker import load_rows as _scale_rows  # noqa: E402
+
+__all__ = ["SoakFindings", "check", "check_rows", "load_rows", "read_answers", "read_records"]
+
+_NOT_ANSWERS = ("stats", "cpu", "kill")
 
 
-def read_answers(logs: Path) -> list[dict[str, Any]]:
-    """Every answer line of every client log (the `stats` lines are skipped)."""
+@dataclass
+class SoakFindings(Findings):
+    kills: dict[str, int] = field(default_factory=dict)  # aimed kills, by what the client saw
+    streams: dict[str, Any] = field(default_factory=dict)  # per reader: events seen, reconnections
+    answers: dict[str, int] = field(default_factory=dict)  # answers held to the ledger, by op
+
+
+def read_records(logs: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """Every line of every `*.jsonl` in `logs`, in file order (those of `type` `kind`, if given)."""
     out: list[dict[str, Any]] = []
     for path in sorted(logs.glob("*.jsonl")):
         for line in path.read_text().splitlines():
             if line.strip():
                 rec = json.loads(line)
-                if rec.get("type") != "stats":
+                if kind is None or rec.get("type") == kind:
                     out.append(rec)
     return out
 
 
-def check(url: str, logs: Path) -> Findings:
-    return check_rows(load_rows(url), read_answers(logs))
+def read_answers(logs: Path) -> list[dict[str, Any]]:
+    """Every answer line of every client log (stats, CPU and kill lines are skipped)."""
+    return [r for r in read_records(logs) if r.get("type") not in _NOT_ANSWERS]
 
 
-def check_rows(rows: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any]]) -> Findings:
-    found = check_run(rows, answers)
-    _accepted_once(rows, answers, found)
+def load_rows(url: str) -> dict[str, list[dict[str, Any]]]:
+    """The scale checker's tables, and the ids of candidates, receipts and blobs."""
+    rows = _scale_rows(url)
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        for table, column in (("candidates", "id"), ("receipts", "id"), ("blobs", "digest")):
+            rows[table] = [{column: r[0]} for r in conn.execute(text(f"SELECT {column} FROM {table}"))]
+    engine.dispose()
+    return rows
+
+
+def check(url: str, logs: Path) -> SoakFindings:
+    return check_rows(load_rows(url), read_answers(logs), read_records(logs, "kill"))
+
+
+def check_rows(
+    rows: dict[str, list[dict[str, Any]]],
+    answers: list[dict[str, Any]],
+    kills: list[dict[str, Any]] | None = None,
+) -> SoakFindings:
+    completions = [a for a in answers if a.get("op", "complete") == "complete"]
+    base = check_run(rows, completions)
+    found = SoakFindings(base.problems, base.accepted, base.rejected, base.events)
+    _accepted_once(rows, completions, found)
     _requests_once(rows, found)
     _fences_forward(rows, found)
+    _answers_held(rows, answers, found)
+    _aimed_kills(rows, completions, kills or [], found)
+    _streams(rows, answers, found)
     return found
 
 
@@ -110,6 +155,98 @@ def _fences_forward(rows: dict[str, list[dict[str, Any]]], found: Findings) -> N
             found.add(f"task {task}'s fence {tasks[task]['fence']} is below its attempts' {max(fences)}")
 
 
+def _answers_held(
+    rows: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any]], found: SoakFindings
+) -> None:
+    """Nothing a client was told succeeded is missing: attempts, candidates, receipts, blobs."""
+    attempts = {a["id"]: (a["task_id"], int(a["fence"])) for a in rows["attempts"]}
+    held = {
+        "candidate": ("candidate", {c["id"] for c in rows.get("candidates", [])}),
+        "receipt": ("receipt", {r["id"] for r in rows.get("receipts", [])}),
+        "blob": ("digest", {b["digest"] for b in rows.get("blobs", [])}),
+    }
+    checked: Counter[str] = Counter()
+    for a in answers:
+        op = a.get("op")
+        if a.get("outcome") != "ok" or op is None:
+            continue
+        if op in ("claim", "heartbeat", "reassign", "read_attempt"):
+            got = attempts.get(a["attempt"])
+            if got != (a["task"], int(a["fence"])):
+                found.add(
+                    f"{op} answered attempt {a['attempt']} (fence {a['fence']}) the ledger has as {got}"
+                )
+        elif op in held:
+            key, ids = held[op]
+            if ids and a[key] not in ids:  # (no table read: an older ledger reader, skip)
+                found.add(f"{op} answered {a[key]}, which the ledger does not hold")
+        checked[op] += 1
+    found.answers = dict(sorted(checked.items()))
+
+
+def _aimed_kills(
+    rows: dict[str, list[dict[str, Any]]], completions: list[dict[str, Any]], kills: list[dict[str, Any]],
+    found: SoakFindings,
+) -> None:  # fmt: skip
+    """Per kill aimed at an open completion: what its client saw, and exactly-once in the ledger."""
+    by_rid: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for a in completions:
+        if "rid" in a:
+            by_rid[a["rid"]].append(a)
+    applied = Counter(c["request_id"] for c in rows["completions"])
+    seen: Counter[str] = Counter(aimed=0, not_aimed=0)
+    for k in kills:
+        rid = k.get("rid")
+        if rid is None:
+            seen["not_aimed"] += 1
+            continue
+        seen["aimed"] += 1
+        tries = sorted(by_rid.get(rid, []), key=lambda a: a["at"])
+        cut = any(a["outcome"] == "no_answer" and a["r"] == k["replica"] for a in tries)
+        final = next((a["outcome"] for a in tries if a["outcome"] != "no_answer"), "never_answered")
+        if cut:
+            seen["cut_then_" + final] += 1  # no answer from the killed replica, then this elsewhere
+        else:
+            seen["answered_before_kill_" + final] += 1
+        if applied[rid] > 1:
+            found.add(f"request {rid} (killed in flight) was applied {applied[rid]} times")
+        if final in ("accepted", "replay") and applied[rid] != 1:
+            found.add(
+                f"request {rid} (killed in flight) was told accepted and is applied {applied[rid]} times"
+            )
+    found.kills = dict(sorted(seen.items()))
+
+
+def _streams(
+    rows: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any]], found: SoakFindings
+) -> None:
+    """Each reader's events, joined across its reconnections: in order, no gap, no duplicate."""
+    per: dict[int, list[int]] = defaultdict(list)
+    breaks: Counter[int] = Counter()
+    for a in answers:
+        if a.get("op") == "stream":
+            per[a["k"]].extend(a.get("seqs", []))
+            breaks[a["k"]] += a["outcome"] == "broken"
+    if not per:
+        return
+    projects = {e["project_id"] for e in rows["events"] if e["project_id"]}
+    for k, seqs in sorted(per.items()):
+        mine = [e["seq"] for e in rows["events"] if e["project_id"] in projects]
+        last = seqs[-1] if seqs else 0
+        expected = [s for s in mine if s <= last]
+        if seqs != expected:
+            missing = sorted(set(expected) - set(seqs))[:5]
+            dup = [s for s, n in Counter(seqs).items() if n > 1][:5]
+            backwards = sum(1 for a, b in itertools.pairwise(seqs) if b <= a)
+            found.add(f"reader {k}: {len(seqs)} events seen, {len(expected)} expected; missing {missing}, "
+                      f"duplicated {dup}, {backwards} out of order")  # fmt: skip
+        found.streams[str(k)] = {
+            "events": len(seqs),
+            "behind_at_end": len(mine) - len(expected),
+            "breaks": breaks[k],
+        }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -125,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
                 "accepted": found.accepted,
                 "rejected": found.rejected,
                 "events": found.events,
+                "kills": found.kills,
+                "streams": found.streams,
+                "answers": found.answers,
             }
         )
     )

@@ -8,14 +8,16 @@ import pytest
 
 from bench import soak
 
-_SHORT = ["--seconds", "12", "--replicas", "2", "--processes", "1", "--workers", "6"]
-_SHORT += ["--kill-every", "2", "--tasks", "150", "--iterations", "60"]
+_SHORT = ["--seconds", "12", "--replicas", "2", "--processes", "1", "--clients", "6", "--readers", "1"]
+_SHORT += ["--kill-every", "2", "--tasks", "150", "--drain", "5"]
 
 
 def _healthy(result: dict[str, object]) -> None:
     assert result["problems"] == [], result
     assert result["fault_errors"] == [], result  # every killed replica came back
     assert isinstance(result["completions_accepted"], int) and result["completions_accepted"] > 0, result
+    streams = result["streams"]
+    assert isinstance(streams, dict) and streams["0"]["events"] > 0, result  # checked: no gap, no duplicate
 
 
 @pytest.mark.slow
@@ -23,6 +25,8 @@ def test_a_short_soak_on_sqlite_keeps_the_contract_while_replicas_are_killed() -
     result = soak.main(["--sqlite", *_SHORT])
     _healthy(result)
     assert isinstance(result["replica_kills"], int) and result["replica_kills"] >= 2, result
+    kills = result["kills_aimed_at_open_completions"]
+    assert isinstance(kills, dict) and kills["aimed"] >= 1, result  # a completion was open on the victim
 
 
 @pytest.mark.slow
