@@ -54,6 +54,7 @@ class BranchStore(Store):
         self.clock_source = base.clock_source
         self.writer_gate = False
         self.engine = base.engine
+        self.backend = base.backend  # asked only which gate a batch takes: it holds them all
         self._local_writer = threading.Lock()
         self.retries = 0
         self._open_tx = open_tx
