@@ -48,8 +48,9 @@ def confined_path(raw: object) -> str:
     return norm
 
 
-def write_confined(root: Path, path: str, data: bytes) -> None:
-    """Write `data` at the server-named `path` strictly inside the directory `root`.
+def write_confined(root: Path, path: str, data: bytes, executable: bool | None = None) -> None:
+    """Write `data` at the server-named `path` strictly inside the directory `root`;
+    `executable`: give it execute bits where it has read bits (True) or none (False).
 
     Every parent is entered with O_NOFOLLOW (a symlink anywhere below `root` is refused,
     never followed), and the file is written to a temporary name and renamed over the old
@@ -62,7 +63,7 @@ def write_confined(root: Path, path: str, data: bytes) -> None:
             child = _enter_dir(fd, name, path)
             os.close(fd)
             fd = child
-        _replace_file(fd, parts[-1], data, path)
+        _replace_file(fd, parts[-1], data, path, executable)
     finally:
         os.close(fd)
 
@@ -77,7 +78,7 @@ def _enter_dir(parent: int, name: str, path: str) -> int:
         raise UntrustedResponse(detail) from exc
 
 
-def _replace_file(parent: int, name: str, data: bytes, path: str) -> None:
+def _replace_file(parent: int, name: str, data: bytes, path: str, executable: bool | None) -> None:
     try:
         old = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except FileNotFoundError:
@@ -90,6 +91,9 @@ def _replace_file(parent: int, name: str, data: bytes, path: str) -> None:
         with os.fdopen(fd, "wb") as fh:
             if old is not None:
                 os.fchmod(fh.fileno(), stat.S_IMODE(old.st_mode) & 0o777)
+            if executable is not None:
+                mode = stat.S_IMODE(os.fstat(fh.fileno()).st_mode) & 0o666  # as the umask left it
+                os.fchmod(fh.fileno(), mode | (mode & 0o444) >> 2 if executable else mode)
             fh.write(data)
         os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pygit2
 
+from studiolo.git.durable import fsync_dir, write_durably
+
 __all__ = ["Batch", "consolidate", "tree_bytes", "write_pack"]
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
@@ -36,10 +38,14 @@ def _key(item: tuple[bytes, tuple[int, bytes]]) -> bytes:
     return name + b"/" if mode == _TREE else name  # git's order: a tree sorts as if it ended in '/'
 
 
-def tree_bytes(entries: Entries) -> bytes:
-    return b"".join(
-        b"%o %s\0%s" % (mode, name, oid) for name, (mode, oid) in sorted(entries.items(), key=_key)
-    )
+def _order(entries: Entries) -> list[bytes]:
+    return [name for name, _ in sorted(entries.items(), key=_key)]
+
+
+def tree_bytes(entries: Entries, order: list[bytes] | None = None) -> bytes:
+    """A tree object's body; `order`: the names in git's order, if known (else sorted here)."""
+    names = order if order is not None else _order(entries)
+    return b"".join(b"%o %s\0%s" % (entries[n][0], n, entries[n][1]) for n in names)
 
 
 def _parse_tree(body: bytes) -> Entries:
@@ -60,16 +66,24 @@ class Batch:
         self.repo = repo
         self.objects: dict[bytes, tuple[bytes, bytes]] = {}  # id → (kind, body)
         self._trees: dict[bytes, Entries] = {}
+        self._orders: dict[bytes, list[bytes]] = {}  # tree → its names in git's order
         self._commit_trees: dict[bytes, bytes] = {}
+        self._parents: dict[bytes, bytes | None] = {}  # commit made here → its parent
 
     def add(self, kind: bytes, body: bytes) -> bytes:
         oid = _oid(kind, body)
         self.objects.setdefault(oid, (kind, body))
         return oid
 
-    def tree(self, entries: Entries) -> bytes:
-        oid = self.add(b"tree", tree_bytes(entries))
+    def tree(self, entries: Entries, like: bytes | None = None) -> bytes:
+        """A tree of `entries`; `like`: the tree they were changed from, whose order of names
+        is reused when no name came or went (a changed file, the common case: no sort)."""
+        order = self._orders.get(like) if like is not None else None
+        if order is None or len(order) != len(entries) or not all(n in entries for n in order):
+            order = _order(entries)
+        oid = self.add(b"tree", tree_bytes(entries, order))
         self._trees[oid] = dict(entries)
+        self._orders[oid] = order
         return oid
 
     def commit(
@@ -82,13 +96,19 @@ class Batch:
             b"commit", head + b"author " + author + b"\ncommitter " + committer + b"\n\n" + message
         )
         self._commit_trees[oid] = tree
+        self._parents[oid] = parent
         return oid
+
+    def parents(self) -> dict[bytes, bytes | None]:
+        """Each commit made here → its parent (the chains a ref may move along)."""
+        return dict(self._parents)
 
     def entries(self, tree: bytes) -> Entries:
         found = self._trees.get(tree)
         if found is None:
             _kind, body = self.objects.get(tree) or _read(self.repo, tree)
             found = self._trees[tree] = _parse_tree(body)
+            self._orders[tree] = list(found)  # a tree as git wrote it: its names in git's order
         return dict(found)
 
     def tree_of(self, commit: bytes) -> bytes:
@@ -125,8 +145,10 @@ def _header(kind: bytes, size: int) -> bytes:
     return bytes(out)
 
 
-def write_pack(pack_dir: Path, objects: dict[bytes, tuple[bytes, bytes]]) -> Path:
-    """`objects` as `pack-<checksum>.pack` and its `.idx` in `pack_dir`; the pack's path."""
+def write_pack(pack_dir: Path, objects: dict[bytes, tuple[bytes, bytes]], level: int = 0) -> Path:
+    """`objects` as `pack-<checksum>.pack` and its `.idx` in `pack_dir`; the pack's path.
+    `level`: zlib's; 0 (stored) for a pass's pack: trees of object ids barely compress and a
+    pass's CPU is the lag, and the merge of small packs (`consolidate`) compresses at 6."""
     pack_dir.mkdir(parents=True, exist_ok=True)
     tmp = pack_dir / f"tmp_pack_{os.getpid()}_{id(objects)}"
     sha = hashlib.sha1(usedforsecurity=False)
@@ -137,18 +159,21 @@ def write_pack(pack_dir: Path, objects: dict[bytes, tuple[bytes, bytes]]) -> Pat
         sha.update(head)
         offset = len(head)
         for oid, (kind, body) in objects.items():
-            chunk = _header(kind, len(body)) + zlib.compress(body, 1)
+            chunk = _header(kind, len(body)) + zlib.compress(body, level)
             out.write(chunk)
             sha.update(chunk)
             where[oid] = (offset, zlib.crc32(chunk))
             offset += len(chunk)
         checksum = sha.digest()
-        out.write(checksum)  # not fsynced, as libgit2's loose objects are not: a kill -9 keeps it
+        out.write(checksum)
+        out.flush()
+        os.fsync(out.fileno())  # on disk before a ref may name what it holds (durable.py)
     name = pack_dir / f"pack-{checksum.hex()}"
     tmp_idx = tmp.with_suffix(".idx")
-    tmp_idx.write_bytes(_index(where, checksum))
+    write_durably(tmp_idx, _index(where, checksum))
     os.replace(tmp, name.with_suffix(".pack"))
     os.replace(tmp_idx, name.with_suffix(".idx"))  # last: the pack exists once its index does
+    fsync_dir(pack_dir)  # the names too, before the refs move
     return name.with_suffix(".pack")
 
 
@@ -198,7 +223,7 @@ def consolidate(repo: pygit2.Repository, pack_dir: Path) -> None:
         for oid in _ids_of(idx):
             kind, body = repo.odb.read(pygit2.Oid(raw=oid))
             merged[oid] = (kinds[int(kind)], bytes(body))
-    new = write_pack(pack_dir, merged)
+    new = write_pack(pack_dir, merged, 6)
     for idx in small:
         if idx.with_suffix(".pack") != new:
             for suffix in (".idx", ".rev", ".pack"):

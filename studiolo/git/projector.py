@@ -253,9 +253,10 @@ class Projector:
         if last is not None and _same_chain(repo, last, chain.seq):
             return None
         text = json.dumps(envelope(statement, ServiceKey.from_text(key_text)), sort_keys=True, indent=2)
-        tree = repo.apply(None, {"checkpoint.json": Change(repo.blob(text.encode() + b"\n"), None)})
         message = f"Checkpoint of chain {project_id} at {chain.seq}\n\nStudiolo-Version: {version}\n"
-        new = repo.commit(tree, last, COMMITTER, self.clock(), message)
+        with repo.batch():  # a pack, fsynced before the ref moves (no loose objects)
+            tree = repo.apply(None, {"checkpoint.json": Change(repo.blob(text.encode() + b"\n"), None)})
+            new = repo.commit(tree, last, COMMITTER, self.clock(), message)
         try:
             repo.advance(CHECKPOINTS, last, new)
         except RefMoved:

@@ -14,6 +14,7 @@ import pygit2
 from pygit2.enums import FileMode as GitMode
 
 from studiolo.core.model import FileMode
+from studiolo.git.durable import RefLocked, move_ref
 from studiolo.git.message import COMMITTER, version_of
 from studiolo.git.objects import Batch, Entries, consolidate
 
@@ -57,6 +58,7 @@ class GitRepo:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
         self._batch: Batch | None = None
+        self._parents: dict[bytes, bytes | None] = {}  # commit → parent, of the last batch's commits
 
     # reading -----------------------------------------------------------------
     def clear_stale_locks(self) -> list[str]:
@@ -116,11 +118,14 @@ class GitRepo:
         """Objects written inside are made in memory and, on leaving without an error,
         written as one pack (objects.py) before any ref may name them."""
         self._batch = batch = Batch(self.repo)
+        self._parents = {}
         try:
             yield
             pack_dir = self.path / "objects" / "pack"
+            parents = batch.parents()
             if batch.write(pack_dir) is not None:
                 consolidate(self.repo, pack_dir)
+            self._parents = parents
         finally:
             self._batch = None
 
@@ -191,18 +196,28 @@ class GitRepo:
     # moving refs ----------------------------------------------------------------
     def advance(self, ref: str, old: pygit2.Oid | None, new: pygit2.Oid) -> None:
         """Move `ref` from `old` to `new` by compare-and-swap; `new` must descend from `old`."""
-        if old is not None and not self.repo.descendant_of(new, old):
+        if old is not None and not self._descends(new, old):
             raise RefMoved(f"{ref}: {new} does not descend from {old}")
-        try:
-            if old is None:
-                self.repo.references.create(ref, new, force=False)
-                return
-            found = self.repo.references.get(ref)
-            if found is None or found.target != old:
-                raise RefMoved(f"{ref} is not at {old}")
-            found.set_target(new)  # libgit2 checks the value read above again, under the ref's lock
-        except (pygit2.GitError, pygit2.AlreadyExistsError) as exc:
+
+        def current() -> str | None:
+            found = self.repo.references.get(ref)  # read afresh: the loose file, else packed-refs
+            return None if found is None else str(found.target)
+
+        try:  # git's lock file, the value checked under it, fsynced and renamed (durable.py)
+            move_ref(self.path, ref, current, None if old is None else str(old), str(new))
+        except RefLocked as exc:
             raise RefMoved(f"{ref} moved: {exc}") from exc
+
+    def _descends(self, new: pygit2.Oid, old: pygit2.Oid) -> bool:
+        """Whether `new` descends from `old`: along the parents of the commits the last batch
+        made, where the chain from `new` reaches `old` through them (a pass's commits: no
+        history walk), else as libgit2 finds it (a walk whose cost grows with the history)."""
+        at: bytes | None = new.raw
+        while at is not None and at in self._parents:
+            at = self._parents[at]
+            if at == old.raw:
+                return True
+        return bool(self.repo.descendant_of(new, old))
 
     def note_tree(self, notes: pygit2.Oid | None, commit: pygit2.Oid, text: str) -> pygit2.Oid:
         """The notes tree with `text` as the note of `commit` (git's 2/38 fan-out)."""
@@ -254,4 +269,4 @@ def _apply_entries(batch: Batch, tree: bytes | None, changes: Mapping[str, Chang
             entries[key] = (int(GitMode.TREE), sub)
         elif existing is not None:
             del entries[key]
-    return batch.tree(entries) if entries else None
+    return batch.tree(entries, tree) if entries else None

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
+from studiolo.core.model import FileMode
 from studiolo.faces.cli import CliState, app
 from studiolo.faces.cli.docs import command_paths
 from studiolo.settings import ClientSettings
@@ -405,3 +406,24 @@ def test_task_create_with_evidence_reuse_and_separate_verdicts(actors: Actors) -
     assert moved["contract"]["separate_verdict"] == ["tests"]
     kept = js(actors, "admin", "task", "migrate", plain["id"], "--scope", "docs/**")
     assert (kept["contract"]["separate_verdict"], kept["contract"]["scope"]) == (["tests"], ["docs/**"])
+
+
+def test_a_plain_checkout_keeps_exec_bits_and_submit_sends_them(
+    actors: Actors, world: World, tmp_path: Path
+) -> None:
+    """`checkout` writes an executable artifact with its execute bits; `submit` sends each
+    written file's mode, and a changed bit alone (chmod, the same bytes) is a change."""
+    run = world.put(b"#!/bin/sh\necho hi\n")
+    world.coord.edit_artifact(world.human, world.project_id, "src/run.sh", run, 0, FileMode.EXECUTABLE)
+    task = new_task(actors.client("admin"))
+    attempt = js(actors, "agent", "claim", task.id)
+    work = tmp_path / "work"
+    manifest = js(actors, "agent", "checkout", str(work), "--prefix", "src")
+    assert manifest["files"]["src/run.sh"]["mode"] == "executable"
+    assert (work / "src" / "run.sh").stat().st_mode & 0o100
+    assert not (work / "src" / "input.txt").stat().st_mode & 0o111
+    (work / "src" / "run.sh").write_text("#!/bin/sh\necho bye\n")  # an edit keeps the bit
+    (work / "src" / "input.txt").chmod(0o755)  # the bit alone
+    cand = js(actors, "agent", "submit", attempt["id"], str(work))
+    assert set(cand["files"]) == {"src/run.sh", "src/input.txt"}
+    assert cand["modes"] == {"src/run.sh": "executable", "src/input.txt": "executable"}

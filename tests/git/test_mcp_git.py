@@ -38,12 +38,14 @@ def test_a_git_workspace_through_mcp(live: Actors, tmp_path: Path) -> None:
             work = workdir / "work"
             (work / "src" / "lib.py").write_text("def f():\n    return 3\n")
             (work / "src" / "new.py").write_text("X = 1\n")
+            (work / "src" / "new.py").chmod(0o755)  # the exec bit travels with the bytes
             done = await a.ok("submit_workspace", attempt_id=attempt, directory="work")
             cand = done["candidate"]
             assert cand["files"] == {
                 "src/lib.py": digest_bytes(b"def f():\n    return 3\n"),
                 "src/new.py": digest_bytes(b"X = 1\n"),
             }
+            assert cand["modes"] == {"src/new.py": "executable"}
             assert cand["bases"] == {"src/lib.py": out["files"]["src/lib.py"], "src/new.py": 0}
             assert done["uploaded"] == ["src/lib.py", "src/new.py"] and done["deleted"] == []
             again = await a.refused("checkout", directory="work", git=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,6 +21,7 @@ import typer
 
 from studiolo.client import Client, is_git_segment
 from studiolo.confined import UntrustedResponse, confined_path, write_confined
+from studiolo.core.enums import FileMode
 from studiolo.faces.cli._output import Printer
 from studiolo.faces.cli._state import JsonOpt, emit, state, table
 
@@ -74,16 +76,18 @@ def checkout(
                 raise UntrustedResponse(f"the server sent an artifact named {MANIFEST}")
         directory.mkdir(parents=True, exist_ok=True)
         for art, digest in arts:
-            write_confined(directory, art.path, c.get_blob(digest))
-            files[art.path] = {"revision": art.revision, "digest": digest}
+            executable = art.mode is FileMode.EXECUTABLE
+            write_confined(directory, art.path, c.get_blob(digest), executable)
+            files[art.path] = {"revision": art.revision, "digest": digest, "mode": art.mode.value}
     manifest = {"project_id": pid, "prefix": collection.prefix, "collection_revision": collection.revision}
     manifest["files"] = files
     write_confined(directory, MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     emit(st, manifest, lambda con: con.print(f"checked out {len(files)} file(s) into {directory}"))
 
 
-def _local_files(directory: Path) -> dict[str, bytes]:
-    """The workspace's regular files; a symlink is refused (its target is not uploaded)."""
+def _local_files(directory: Path) -> dict[str, tuple[bytes, FileMode]]:
+    """The workspace's regular files and their modes; a symlink is refused (its target is not
+    uploaded)."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(directory):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not is_git_segment(d))
@@ -93,27 +97,32 @@ def _local_files(directory: Path) -> dict[str, bytes]:
             if path.is_symlink():
                 raise typer.BadParameter(f"{rel} is a symbolic link: submit files, not links")
             if name in filenames and rel != MANIFEST and path.is_file():
-                out[rel] = path.read_bytes()
+                executable = path.stat().st_mode & stat.S_IXUSR
+                out[rel] = (path.read_bytes(), FileMode.EXECUTABLE if executable else FileMode.REGULAR)
     return out
 
 
 def _changes(
     c: Client, directory: Path, manifest: dict[str, Any], project: str
-) -> tuple[dict[str, str | None], dict[str, int]]:
-    """(files, bases): uploaded changed/new files and deletions, with their base revisions."""
+) -> tuple[dict[str, str | None], dict[str, int], dict[str, FileMode]]:
+    """(files, bases, modes): uploaded changed/new files and deletions, with their base
+    revisions, and the written files' modes (a changed executable bit alone is a change)."""
     known: dict[str, Any] = manifest.get("files", {})
     local = _local_files(directory)
     files: dict[str, str | None] = {}
     bases: dict[str, int] = {}
-    for path, data in local.items():
-        if path in known and known[path]["digest"] == _digest(data):
+    modes: dict[str, FileMode] = {}
+    for path, (data, mode) in local.items():
+        was = known.get(path, {})
+        if was and was["digest"] == _digest(data) and was.get("mode", "regular") == mode.value:
             continue
         files[path] = c.put_blob(data).digest
+        modes[path] = mode
         bases[path] = known[path]["revision"] if path in known else _base(c, path, manifest, project)
     for path, entry in known.items():
         if path not in local:
             files[path], bases[path] = None, entry["revision"]
-    return files, bases
+    return files, bases, modes
 
 
 def _base(c: Client, path: str, manifest: dict[str, Any], project: str) -> int:
@@ -162,12 +171,12 @@ def submit(
     manifest: dict[str, Any] = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     with st.client() as c:
         project = manifest.get("project_id") or c.project_id()
-        files, bases = _changes(c, directory, manifest, project)
+        files, bases, modes = _changes(c, directory, manifest, project)
         if not files:
             raise typer.BadParameter(f"nothing changed in {directory}", param_hint="DIRECTORY")
         deps = _deps(c, manifest, files, dep or [], project)
         collections = {p: c.collection(p, project=project).revision for p in collection_dep or []}
-        cand = c.submit_candidate(attempt_id, files, bases, deps, collections)
+        cand = c.submit_candidate(attempt_id, files, bases, deps, collections, modes)
 
     def human(con: Printer) -> None:
         con.print(f"candidate [bold]{cand.id}[/] ({cand.digest})")

@@ -28,6 +28,7 @@ from studiolo.api.requests import CandidateIn
 from studiolo.client import is_git_segment
 from studiolo.confined import UntrustedResponse, write_confined
 from studiolo.core.canonical import digest_bytes
+from studiolo.core.enums import FileMode
 from studiolo.core.paths import normalize_path
 from studiolo.faces.mcp.models import Checkout, WorkspaceCandidate
 from studiolo.faces.mcp.port import GitPort, StudioloPort
@@ -42,6 +43,7 @@ _SKIP_DIRS = frozenset({".studiolo", "__pycache__"})
 class _Entry(BaseModel):
     revision: int
     digest: str
+    mode: FileMode = FileMode.REGULAR  # absent from a manifest written before modes
 
 
 class _Manifest(BaseModel):
@@ -80,12 +82,12 @@ class Workspace:
         files: dict[str, _Entry] = {}
         for art in arts.values():
             assert art.digest is not None
-            if _local_digest(base, art.path) != art.digest:
+            if _local_digest(base, art.path) != art.digest or _local_mode(base, art.path) is not art.mode:
                 data = port.get_blob(art.digest)
                 if digest_bytes(data) != art.digest:
                     raise UntrustedResponse(f"the bytes of {art.path} do not match {art.digest}")
-                write_confined(self.root, _join(rel, art.path), data)
-            files[art.path] = _Entry(revision=art.revision, digest=art.digest)
+                write_confined(self.root, _join(rel, art.path), data, art.mode is FileMode.EXECUTABLE)
+            files[art.path] = _Entry(revision=art.revision, digest=art.digest, mode=art.mode)
         for gone in set(before) - set(arts):  # the server deleted it since the last checkout
             _remove(base, gone)
         manifest = _Manifest(
@@ -120,13 +122,15 @@ class Workspace:
         if worktree.is_git_checkout(base):
             return _submit_git(port, attempt_id, base, declare_collection, file_deps)
         manifest = _read_manifest(base)
-        files, bases = _changes(port, manifest.files, _local_files(base))
+        files, bases, modes = _changes(port, manifest.files, _local_files(base))
         if not files:
             raise InvalidRequest(f"nothing changed in {rel or '.'} since the checkout")
         read = {**self.reads, **{p: e.revision for p, e in manifest.files.items()}, **file_deps}
         deps = {p: r for p, r in read.items() if p not in files}
         collections = {manifest.prefix: manifest.collection_revision} if declare_collection else {}
-        draft = CandidateIn(files=files, bases=bases, file_deps=deps, collection_deps=collections)
+        draft = CandidateIn(
+            files=files, bases=bases, file_deps=deps, collection_deps=collections, modes=modes
+        )
         cand = port.submit_candidate(attempt_id, draft)
         uploaded = sorted(p for p, d in files.items() if d is not None)
         return WorkspaceCandidate(
@@ -259,32 +263,49 @@ def _read_manifest(base: Path) -> _Manifest:
 
 
 def _changes(
-    port: StudioloPort, known: dict[str, _Entry], local: dict[str, bytes]
-) -> tuple[dict[str, str | None], dict[str, int]]:
-    """(files, bases): changed and new files uploaded (new: base 0), removed ones deleted."""
+    port: StudioloPort, known: dict[str, _Entry], local: dict[str, tuple[bytes, FileMode]]
+) -> tuple[dict[str, str | None], dict[str, int], dict[str, FileMode]]:
+    """(files, bases, modes): changed and new files uploaded (new: base 0), removed ones
+    deleted, the written files' modes (a changed executable bit alone is a change)."""
     files: dict[str, str | None] = {}
     bases: dict[str, int] = {}
-    for path, data in local.items():
+    modes: dict[str, FileMode] = {}
+    for path, (data, mode) in local.items():
         entry = known.get(path)
-        if entry is not None and entry.digest == digest_bytes(data):
+        if entry is not None and entry.digest == digest_bytes(data) and entry.mode is mode:
             continue
         files[path] = port.put_blob(data)
         bases[path] = entry.revision if entry is not None else 0
+        modes[path] = mode
     for path, entry in known.items():
         if path not in local:
             files[path], bases[path] = None, entry.revision
-    return files, bases
+    return files, bases, modes
 
 
-def _local_files(base: Path) -> dict[str, bytes]:
-    """Regular files under `base` by relative path; symlinks, `.git` and the manifest skipped."""
-    out: dict[str, bytes] = {}
+def _local_mode(base: Path, path: str) -> FileMode | None:
+    """The mode of a regular file at `path` under `base` (None: absent, or not a regular file)."""
+    try:
+        info = os.lstat(base / path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return FileMode.EXECUTABLE if info.st_mode & stat.S_IXUSR else FileMode.REGULAR
+
+
+def _local_files(base: Path) -> dict[str, tuple[bytes, FileMode]]:
+    """Regular files under `base` by relative path, with their modes; symlinks, `.git` and
+    the manifest skipped."""
+    out: dict[str, tuple[bytes, FileMode]] = {}
     for top, dirs, names in os.walk(base, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not is_git_segment(d))
         for name in sorted(names):
             full = Path(top, name)
             rel = full.relative_to(base).as_posix()
-            if rel == MANIFEST or not stat.S_ISREG(os.lstat(full).st_mode):
+            info = os.lstat(full)
+            if rel == MANIFEST or not stat.S_ISREG(info.st_mode):
                 continue
-            out[rel] = full.read_bytes()
+            mode = FileMode.EXECUTABLE if info.st_mode & stat.S_IXUSR else FileMode.REGULAR
+            out[rel] = (full.read_bytes(), mode)
     return out

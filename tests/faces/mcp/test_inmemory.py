@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from studiolo.client import Client as HttpClient
-from studiolo.core.model import Principal
+from studiolo.core.model import FileMode, Principal
 from studiolo.faces.http.server import free_port
 from studiolo.faces.mcp.guide import PROMPT_NAME
 from studiolo.faces.mcp.inprocess import InProcessPort
@@ -143,6 +143,28 @@ def test_submit_workspace_derives_new_paths_deletions_and_reads(world: World, tm
         (work / ".studiolo-checkout.json").write_text('{"files": 3}')
         broken = await a.refused("submit_workspace", attempt_id=attempt, directory="w")
         assert broken["reason"] == "invalid_request" and "manifest" in broken["detail"]
+
+    _run(world, tmp_path, body)
+
+
+def test_checkout_and_submit_workspace_carry_exec_bits(world: World, tmp_path: Path) -> None:
+    """An executable artifact is checked out executable; a chmod alone is a change, and the
+    candidate names the written files' modes."""
+    run = world.put(b"#!/bin/sh\n")
+    world.coord.edit_artifact(world.human, world.project_id, "src/run.sh", run, 0, FileMode.EXECUTABLE)
+    task = world.new_task()
+
+    async def body(a: Agent, b: Agent) -> None:
+        assert a.workdir is not None
+        attempt = (await a.ok("claim_task", task_id=task.id))["attempt"]["id"]
+        await a.ok("checkout", directory="w", prefix="src/")
+        work = a.workdir / "w"
+        assert (work / "src" / "run.sh").stat().st_mode & 0o100
+        (work / "src" / "input.txt").chmod(0o755)  # the bytes unchanged
+        (work / "src" / "run.sh").write_text("#!/bin/sh\nexit 0\n")  # an edit keeps the bit
+        out = await a.ok("submit_workspace", attempt_id=attempt, directory="w")
+        assert out["uploaded"] == ["src/input.txt", "src/run.sh"]
+        assert out["candidate"]["modes"] == {"src/input.txt": "executable", "src/run.sh": "executable"}
 
     _run(world, tmp_path, body)
 
