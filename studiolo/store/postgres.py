@@ -282,10 +282,11 @@ class PostgresBackend:
             with raw.pipeline() as pipeline:  # leaving it sends a Sync and reads every answer
                 conn.connection.info[PIPELINE] = pipeline
                 try:
+                    opening = raw.cursor()  # one cursor for the statements nobody reads
                     if locks:
-                        raw.execute(_lock_sql(locks, take=True), [k for _, k in locks], prepare=False)
-                        raw.execute(b"COMMIT", prepare=False)
-                    raw.execute(_BEGIN[self._write_isolation(gate)], prepare=False)
+                        opening.execute(_lock_sql(locks, take=True), [k for _, k in locks], prepare=False)
+                        opening.execute(b"COMMIT", prepare=False)
+                    opening.execute(_BEGIN[self._write_isolation(gate)], prepare=False)
                     yield  # the caller opens its `Tx` (or one per write of a group) and runs
                     commit = raw.cursor()
                     _send(commit, b"COMMIT")
