@@ -51,6 +51,7 @@ class BranchStore(Store):
     ) -> None:
         self.url = base.url
         self.dialect = base.dialect
+        self.backend = base.backend  # the back-end's choices (`read_ahead`, `batch_gate`) are base's
         self.clock_source = base.clock_source
         self.writer_gate = False
         self.engine = base.engine
