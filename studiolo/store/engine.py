@@ -180,14 +180,11 @@ class Store:
         held = gate or Gate.whole_ledger()
         for _ in range(_MAX_WIDENINGS):
             try:
-                return self._with_retry(functools.partial(self._write_once, fn, held))
+                return self._with_retry(functools.partial(self.backend.write_once, fn, held))
             except GateTooNarrow as narrow:
                 self.widenings += 1
                 held = narrow.gate
-        return self._with_retry(lambda: self._write_once(fn, Gate.whole_ledger()))
-
-    def _write_once(self, fn: Callable[[Tx], T], gate: Gate) -> T:
-        return self.backend.write_once(fn, gate)
+        return self._with_retry(lambda: self.backend.write_once(fn, Gate.whole_ledger()))
 
     def _group_committed(self, size: int, waited: float) -> None:
         report(self.hooks.group_committed, size, waited)

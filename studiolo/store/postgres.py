@@ -282,10 +282,11 @@ class PostgresBackend:
             with raw.pipeline() as pipeline:  # leaving it sends a Sync and reads every answer
                 conn.connection.info[PIPELINE] = pipeline
                 try:
+                    opening = raw.cursor()  # one cursor for the statements nobody reads
                     if locks:
-                        raw.execute(_lock_sql(locks, take=True), [k for _, k in locks], prepare=False)
-                        raw.execute(b"COMMIT", prepare=False)
-                    raw.execute(_BEGIN[self._write_isolation(gate)], prepare=False)
+                        opening.execute(_lock_sql(locks, take=True), [k for _, k in locks], prepare=False)
+                        opening.execute(b"COMMIT", prepare=False)
+                    opening.execute(_BEGIN[self._write_isolation(gate)], prepare=False)
                     yield  # the caller opens its `Tx` (or one per write of a group) and runs
                     commit = raw.cursor()
                     _send(commit, b"COMMIT")
@@ -590,14 +591,15 @@ def _autocommit_execute(raw: Any, sql: str, keys: list[int]) -> None:
 
 def _connect_args(url: str) -> dict[str, Any]:
     """A replica that dies holding the writer gate must not hold it for long: the server
-    probes idle sockets (keepalives) and ends sessions idle inside a transaction. Settings
-    given in the URL win."""
+    probes idle sockets (keepalives) and ends sessions idle inside a transaction. Notices
+    are not sent: nothing here reads them (psycopg drops them without a handler), and the
+    COMMIT after a gate's locks draws a WARNING every write. Settings given in the URL win."""
     given = make_url(url).query
     args: dict[str, Any] = {"application_name": "studiolo"}
     args.update({"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3})
     if "options" not in given:
         args["options"] = (
-            "-c idle_in_transaction_session_timeout=60s -c tcp_keepalives_idle=10"
-            " -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
+            "-c client_min_messages=error -c idle_in_transaction_session_timeout=60s"
+            " -c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
         )
     return {k: v for k, v in args.items() if k not in given}

@@ -51,10 +51,10 @@ class BranchStore(Store):
     ) -> None:
         self.url = base.url
         self.dialect = base.dialect
+        self.backend = base.backend  # the back-end's choices (`read_ahead`, `batch_gate`) are base's
         self.clock_source = base.clock_source
         self.writer_gate = False
         self.engine = base.engine
-        self.backend = base.backend  # asked only which gate a batch takes: it holds them all
         self._local_writer = threading.Lock()
         self.retries = 0
         self._open_tx = open_tx
