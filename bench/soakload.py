@@ -23,6 +23,7 @@ holds the ledger to them.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import multiprocessing
 import random
@@ -44,6 +45,7 @@ __all__ = ["SoakPlan", "run_load"]
 _LEASES = (0.5, 30.0, 30.0, 60.0, 60.0, 60.0, 60.0, 60.0, 60.0, 60.0)  # a few expire mid-work
 _DOWN_FOR = 0.5  # seconds a replica that did not answer is skipped by this process
 _TRIES = 12  # replicas tried for one operation before it is given up
+_GIVE_UP = 120.0  # seconds a completion is retried (same request id) before it is given up
 
 
 @dataclass(frozen=True)
@@ -351,7 +353,10 @@ class _Worker:
         """The completion, on one replica after another until one answers (same request id)."""
         rid, url = request["request_id"], f"/v1/tasks/{task['id']}/complete"
         headers = {"Authorization": f"Bearer {self.token}"}
-        for attempt in range(_TRIES * 3):
+        give_up = time.monotonic() + _GIVE_UP
+        for attempt in itertools.count():
+            if time.monotonic() > give_up:
+                break
             ring = self.net.order(self.home)
             r = ring[0]
             if self.net.down_until[r] > time.monotonic() and attempt >= len(ring):
@@ -519,5 +524,7 @@ class _Reader:
                     seqs=seqs,
                 )
                 self.home = r + 1
+                if not seqs:
+                    await asyncio.sleep(0.1)  # nothing came: no busy loop while every replica is down
                 continue
             self.net.log(op="stream", k=self.k, outcome="ok", r=r, at=time.time(), seqs=seqs)
