@@ -151,6 +151,10 @@ class ReceiptOut(_Out):
     body: dict[str, Any]
     signature: str
     reused: bool
+    # The bytes it binds that were deleted (its candidate's files, its log): the signature
+    # still verifies, re-verification is impossible. None and [] when nothing was.
+    bytes_deleted: str | None = None
+    deleted: list[TombstoneOut] = []
 
 
 class CompletionOut(_Out):

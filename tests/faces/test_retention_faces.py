@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from studiolo._exceptions import BytesDeleted, Conflict, NotAuthorized
 from studiolo.faces.cli import app
+from studiolo.keys import public_key_text
 from studiolo.keys import verify as verify_signature
 from tests.faces.helpers import Actors, complete, new_task, submit, verify
 from tests.faces.test_cli import _cli_state, cli, js, runner  # noqa: F401 - the CLI's state directory, per test
@@ -101,6 +102,16 @@ def test_every_face_says_the_bytes_were_deleted(
 
     shown = cli(actors, "agent", "task", "show", task_id).stdout
     assert "re-verification impossible" in shown and "a leaked password" in shown
+
+    # A receipt read says so itself (GET /v1/receipts/{id}, a candidate's receipts, the CLI);
+    # its signature still verifies over the body it signed.
+    agent = actors.client("agent")
+    for r in [agent.receipt(view.receipts[0].id), *agent.receipts(view.receipts[0].candidate_id)]:
+        assert r.bytes_deleted is not None and "a leaked password" in r.bytes_deleted
+        assert "cannot be checked again" in r.bytes_deleted and [d.digest for d in r.deleted] == [digest]
+        assert verify_signature(public_key_text(actors.world.verifier_key), r.body, r.signature)
+    listed = cli(actors, "agent", "receipts", view.receipts[0].candidate_id).stdout
+    assert "bytes deleted" in listed and "a leaked password" in listed
 
     sign_in(web, actors.tokens["agent"])
     page = web.get(f"/ui/tasks/{task_id}").text
