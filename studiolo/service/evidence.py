@@ -51,7 +51,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class ReceiptRead:
     """A receipt as read, with the tombstones of the bytes it binds that were deleted (its

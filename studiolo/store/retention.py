@@ -55,7 +55,7 @@ class RetentionRepo:
         row = self._c.execute(select(t).where(t.c.project_id == project_id)).first()
         if row is None:
             return RetentionPolicy()
-        return RetentionPolicy(row.candidates, row.verifier_logs, row.delegations)
+        return RetentionPolicy(row.candidates, row.verifier_logs, row.delegations, row.audit_detail)
 
     def set_policy(self, project_id: str, policy: RetentionPolicy, at: float, by: str | None) -> None:
         t = s.retention_policies
@@ -67,7 +67,10 @@ class RetentionRepo:
         """Projects whose policy expires anything (the sweep's list)."""
         t = s.retention_policies
         kept = (
-            (t.c.candidates.is_not(None)) | (t.c.verifier_logs.is_not(None)) | (t.c.delegations.is_not(None))
+            (t.c.candidates.is_not(None))
+            | (t.c.verifier_logs.is_not(None))
+            | (t.c.delegations.is_not(None))
+            | (t.c.audit_detail.is_not(None))
         )
         return [r[0] for r in self._c.execute(select(t.c.project_id).where(kept).order_by(t.c.project_id))]
 

@@ -61,7 +61,10 @@ def test_http_retention_holds_and_deletion(actors: Actors) -> None:
 
 def test_cli_admin_commands(actors: Actors) -> None:
     task_id, digest = _published_secret(actors)
-    assert js(actors, "admin", "admin", "retention", "set", "--candidates", "3600")["candidates"] == 3600
+    policy = js(
+        actors, "admin", "admin", "retention", "set", "--candidates", "3600", "--audit-detail", "7200"
+    )
+    assert (policy["candidates"], policy["audit_detail"]) == (3600, 7200)
     hold = js(actors, "admin", "admin", "hold", "place", "--task", task_id, "--reason", "review")
     assert (
         "legal_hold"
