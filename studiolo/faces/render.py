@@ -23,7 +23,7 @@ def receipt(r: Receipt | ReceiptRead) -> s.ReceiptOut:
         signature=r.signature,
         reused=r.reused,
         bytes_deleted=read.bytes_deleted,
-        deleted=[s.TombstoneOut.of(d) for d in read.deleted],
+        deleted_digests=[d.digest for d in read.deleted],
     )
 
 
