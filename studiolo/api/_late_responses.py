@@ -246,6 +246,7 @@ class RetentionPolicyOut(_Out):
     candidates: float | None
     verifier_logs: float | None
     delegations: float | None
+    audit_detail: float | None = None
 
 
 class HoldOut(_Out):

@@ -169,6 +169,9 @@ class RetentionIn(_In):
     )
     verifier_logs: Seconds | None = Field(None, description="the logs receipts name")
     delegations: Seconds | None = Field(None, description="the evidence blobs of ended remote delegations")
+    audit_detail: Seconds | None = Field(
+        None, description="the detail (data) of audit events; the chain keeps its digest"
+    )
 
     def periods(self) -> dict[str, float | None]:
         return {k: getattr(self, k) for k in sorted(self.model_fields_set)}

@@ -154,6 +154,11 @@ class ReceiptOut(_Out):
     body: dict[str, Any]
     signature: str
     reused: bool
+    # The bytes it binds that were deleted (its candidate's files, its log): when, by whom and
+    # why; the signature still verifies, re-verification is impossible. None and [] when
+    # nothing was. Digests, not tombstones: a task view lists those once, in `deleted`.
+    bytes_deleted: str | None = None
+    deleted_digests: list[str] = []
 
 
 class CompletionOut(_Out):

@@ -42,6 +42,7 @@ class RetainedKind(StrEnum):
     CANDIDATES = "candidates"  # the bytes of candidates that never became authoritative
     VERIFIER_LOGS = "verifier_logs"  # the logs receipts name (`log_digest`)
     DELEGATIONS = "delegations"  # the evidence blobs of remote (A2A) delegations
+    AUDIT_DETAIL = "audit_detail"  # the `data` of audit events (the chain keeps its digest)
 
 
 RETAINED: tuple[str, ...] = tuple(k.value for k in RetainedKind)
@@ -55,6 +56,7 @@ class RetentionPolicy:
     candidates: float | None = None
     verifier_logs: float | None = None
     delegations: float | None = None
+    audit_detail: float | None = None
 
     def period(self, kind: RetainedKind) -> float | None:
         value: float | None = getattr(self, kind.value)

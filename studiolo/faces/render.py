@@ -6,15 +6,24 @@ from __future__ import annotations
 
 from studiolo.api import responses as s
 from studiolo.core.model import Receipt
-from studiolo.service import TaskView
+from studiolo.service import ReceiptRead, TaskView
 
 __all__ = ["receipt", "task_summary", "task_view"]
 
 
-def receipt(r: Receipt) -> s.ReceiptOut:
-    """The bindings as the verifier signed them, as one object (`body`)."""
+def receipt(r: Receipt | ReceiptRead) -> s.ReceiptOut:
+    """The bindings as the verifier signed them, as one object (`body`); for a read, the
+    bytes they bind that were deleted."""
+    read = r if isinstance(r, ReceiptRead) else ReceiptRead(r)
+    r = read.receipt
     return s.ReceiptOut(
-        id=r.id, candidate_id=r.candidate_id, body=r.signed_body(), signature=r.signature, reused=r.reused
+        id=r.id,
+        candidate_id=r.candidate_id,
+        body=r.signed_body(),
+        signature=r.signature,
+        reused=r.reused,
+        bytes_deleted=read.bytes_deleted,
+        deleted_digests=[d.digest for d in read.deleted],
     )
 
 

@@ -16,7 +16,7 @@ from studiolo.service.admin import AdminOps, Issued
 from studiolo.service.completion import CompletionOps, CompletionOutcome, make_request
 from studiolo.service.content import ArtifactContent, CandidateDraft, ContentOps
 from studiolo.service.dashboard import DashboardOps, TaskListPage, TaskPage
-from studiolo.service.evidence import EvidenceOps, VerificationItem
+from studiolo.service.evidence import EvidenceOps, ReceiptRead, VerificationItem
 from studiolo.service.feed import EventAccess, FeedBatch, FeedOps
 from studiolo.service.imports import Imported, ImportOps
 from studiolo.service.reconfirm import Reconfirmed, ReconfirmOps
@@ -45,6 +45,7 @@ __all__ = [
     "Orientation",
     "PublishedFile",
     "RandomIds",
+    "ReceiptRead",
     "Reconfirmed",
     "RetentionStatus",
     "SweepReport",
@@ -191,6 +192,8 @@ class Coordinator:
     reuse_receipt = via("evidence", EvidenceOps.reuse_receipt)
     receipts = via("evidence", EvidenceOps.receipts)
     receipt = via("evidence", EvidenceOps.receipt)
+    receipt_reads = via("evidence", EvidenceOps.receipt_reads)
+    receipt_read = via("evidence", EvidenceOps.receipt_read)
     verification_queue = via("evidence", EvidenceOps.verification_queue)
     candidate_tree = via("evidence", EvidenceOps.candidate_tree)
     # imports (`service/imports.py`)

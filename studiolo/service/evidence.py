@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from studiolo._exceptions import InvalidRequest, NotAuthorized, NotFound
@@ -24,6 +24,7 @@ from studiolo.core.model import (
     TaskStatus,
 )
 from studiolo.core.reasons import ErrorReason, Reason
+from studiolo.core.retention import Tombstone
 from studiolo.core.trust import link_id, receipt_id_of
 from studiolo.keys import key_id, verify
 from studiolo.service._door import Context
@@ -42,11 +43,47 @@ from studiolo.store import Tx
 __all__ = [
     "CandidateTree",
     "EvidenceOps",
+    "ReceiptRead",
     "TreeEntry",
     "VerificationItem",
     "parse_receipt_body",
     "request_verification",
 ]
+
+
+@dataclass(frozen=True)
+class ReceiptRead:
+    """A receipt as read, with the tombstones of the bytes it binds that were deleted (its
+    candidate's files, its log): its signature still verifies, but nobody can check it again."""
+
+    receipt: Receipt
+    deleted: tuple[Tombstone, ...] = ()
+
+    @property
+    def bytes_deleted(self) -> str | None:
+        """`bytes deleted <when> by <who>: <reason>` and what that means; None if none were."""
+        if not self.deleted:
+            return None
+        more = len(self.deleted) - 1
+        return (
+            self.deleted[0].text()
+            + (f" (and {more} more)" if more else "")
+            + "; the signature still verifies, but the bytes cannot be checked again"
+        )
+
+
+def _reads(tx: Tx, project_id: str, candidate_id: str, receipts: list[Receipt]) -> list[ReceiptRead]:
+    """Each receipt with the deleted bytes it binds: its candidate's, and its own log (not
+    another receipt's log)."""
+    stones = tx.retention.deleted_of_candidate(project_id, candidate_id) if receipts else []
+    if not stones:
+        return [ReceiptRead(r) for r in receipts]
+    logs = {r.log_digest for r in receipts if r.log_digest}
+    return [
+        ReceiptRead(r, tuple(t for t in stones if t.digest not in logs or t.digest == r.log_digest))
+        for r in receipts
+    ]
+
 
 _BODY_KEYS = frozenset(
     {
@@ -266,15 +303,28 @@ class EvidenceOps:
 
         return self.ctx.store.read(run)
 
+    def receipt_reads(self, caller: Principal, candidate_id: str) -> list[ReceiptRead]:
+        """`receipts`, each with the deleted bytes it binds (what the faces answer)."""
+
+        def run(tx: Tx) -> list[ReceiptRead]:
+            cand, task = self._candidate_for(tx, caller, candidate_id)
+            return _reads(tx, task.project_id, cand.id, tx.evidence.receipts_of_candidate(cand.id))
+
+        return self.ctx.store.read(run)
+
     def receipt(self, caller: Principal, receipt_id: str) -> Receipt:
         """A receipt, if the caller may read its task."""
+        return self.receipt_read(caller, receipt_id).receipt
 
-        def run(tx: Tx) -> Receipt:
+    def receipt_read(self, caller: Principal, receipt_id: str) -> ReceiptRead:
+        """A receipt with the deleted bytes it binds, if the caller may read its task."""
+
+        def run(tx: Tx) -> ReceiptRead:
             r = tx.evidence.receipt(check_id(receipt_id, "receipt id"))
             task = tx.work.task(r.task_id) if r else None
             if r is None or task is None or not self.ctx.may_read_task(tx, caller, task):
                 raise NotFound(f"receipt {receipt_id} not found")
-            return r
+            return _reads(tx, r.project_id, r.candidate_id, [r])[0]
 
         return self.ctx.store.read(run)
 

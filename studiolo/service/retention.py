@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from studiolo._exceptions import BytesDeleted, Conflict, InvalidRequest, NotAuthorized, NotFound
-from studiolo.core.canonical import is_digest
+from studiolo.core.canonical import digest_json, is_digest
 from studiolo.core.model import Action, FileMode, Principal
 from studiolo.core.reasons import ErrorReason
 from studiolo.core.retention import (
@@ -23,6 +23,7 @@ from studiolo.core.retention import (
 from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.store import Tx
+from studiolo.store.audit import detail_hash
 
 __all__ = ["RetentionOps", "RetentionStatus", "SweepReport", "deleted_error"]
 
@@ -279,6 +280,10 @@ def _sweep(tx: Tx, project_id: str) -> SweepReport:
         for subject, _task, digests in taken:
             for d in digests:
                 named.setdefault(d, f"{kind.value}:{subject}")
+    redacted, more_detail = _redact_detail(tx, project_id, policy.audit_detail, held)
+    if redacted:
+        swept[RetainedKind.AUDIT_DETAIL.value] = redacted
+    more = more or more_detail
     gone = sorted(set(named) - r.still_named(named))
     sizes = r.blob_sizes(gone)
     for d in gone:
@@ -290,6 +295,30 @@ def _sweep(tx: Tx, project_id: str) -> SweepReport:
             )
     tx.content.delete_blobs(list(sizes))
     return SweepReport(project_id, swept, len(sizes), sum(sizes.values()), more and bool(swept))
+
+
+def _redact_detail(tx: Tx, project_id: str, period: float | None, held: Sequence[str]) -> tuple[int, bool]:
+    """Replace the detail of the project's events older than `period` by a redaction marker
+    that keeps its digest (who, when, why): the oldest `_SWEEP_BATCH` whose detail is still
+    there, none up to meta `detail_split` (hashed over their whole detail), none naming a
+    held task. An event whose detail does not recompute its hash is left as it is, for
+    `studiolo audit verify` to report. Returns (redacted, whether the batch was full)."""
+    if period is None:
+        return 0, False
+    split = tx.meta.get("detail_split")
+    if split is None:
+        return 0, False  # a ledger not yet migrated: nothing is hashed the new way
+    found = tx.audit.detail_expired(project_id, int(split), tx.now - period, _SWEEP_BATCH, held)
+    why = f"retention: audit detail older than {period:g} s"
+    taken = []
+    for e in found:
+        digest = digest_json(dict(e.data))
+        if detail_hash(e.prev_hash, e.seq, e.project_id, e.kind, e.actor, e.subject, e.at, digest) != e.hash:
+            continue
+        tx.audit.redact(e.seq, {"digest": digest, "at": tx.now, "by": RETAINED_BY_SWEEP, "reason": why})
+        taken.append(str(e.seq))
+    tx.retention.mark_swept(RetainedKind.AUDIT_DETAIL, project_id, taken, tx.now)
+    return len(taken), len(found) >= _SWEEP_BATCH
 
 
 def _merge(a: SweepReport, b: SweepReport) -> SweepReport:

@@ -34,7 +34,7 @@ from studiolo.service._ids import check_id
 from studiolo.service._refusal import confined_rejections, reader_of
 from studiolo.service._trust import ReceiptFacts, receipt_facts_later
 from studiolo.store import Tx
-from studiolo.store.audit import ChainCheck, verify_log
+from studiolo.store.audit import NEVER_SPLIT, ChainCheck, verify_log
 
 __all__ = ["AuditReport", "HandoffView", "Orientation", "TaskView", "ViewOps"]
 
@@ -317,11 +317,13 @@ class ViewOps:
 
         def run(tx: Tx) -> AuditReport:
             split = int(tx.meta.get("chain_split") or "0")
+            detail = tx.meta.get("detail_split")  # None: a ledger not yet at migration 0015
+            detail_split = int(detail) if detail is not None else NEVER_SPLIT
             heads = tx.audit.heads()
             if start is None:
-                check = verify_log(tx.audit.iter_all(), split, heads)
+                check = verify_log(tx.audit.iter_all(), split, heads, detail_split)
             else:
-                check = ChainCheck(split, events=start.events)
+                check = ChainCheck(split, events=start.events, detail_split=detail_split)
                 check.resume(dict(start.chains))
                 _verify_new(tx, check, heads)
             if check.problem:

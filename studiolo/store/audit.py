@@ -5,11 +5,18 @@ One chain per project and one for events of no project (the ledger chain): an ev
 strictly increasing within a chain (the chain's gate orders its writers); across chains
 seqs may commit out of order on PostgreSQL (see docs/concepts.md). Events up to meta
 `chain_split` predate per-project chains and link in the one global chain instead.
+
+Two hashing rules (docs/concepts.md, "The audit chain"). Events up to meta `detail_split`
+(written before migration 0015) hash their whole `data`: `event_hash(prev, event_body(e))`.
+Later events hash a commitment to it: the header fields, `detail` (the digest of the
+canonical `data`) and `format: 2` (`detail_hash`), so retention can replace an aged event's
+`data` by a redaction marker (`redaction`) that keeps the digest, and the chain still
+verifies. Events up to `detail_split` are never redacted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +29,21 @@ from studiolo.store._json import dumps, loads
 from studiolo.store._raw import Raw, in_list, in_params
 from studiolo.store.gate import LEDGER_CHAIN, Gate, GateTooNarrow, chain_of
 
-__all__ = ["GENESIS", "AuditRepo", "ChainCheck", "Head", "MetaRepo", "event_hash", "verify_log"]
+__all__ = [
+    "DETAIL_FORMAT",
+    "GENESIS",
+    "NEVER_SPLIT",
+    "REDACTED",
+    "AuditRepo",
+    "ChainCheck",
+    "Head",
+    "MetaRepo",
+    "chained_hash",
+    "detail_hash",
+    "event_hash",
+    "redaction",
+    "verify_log",
+]
 
 # Prepared SQL (see `_raw`): every write runs these.
 _INSERT_EVENT = (
@@ -61,10 +82,57 @@ _LATEST_OF_SUBJECT = (
 # that index out of play.
 _EVENTS_OF_PROJECTS = f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > :after AND (project_id || '') IN "
 GENESIS = "sha256:" + "0" * 64
+DETAIL_FORMAT = 2  # the hashing rule of events after meta `detail_split`
+NEVER_SPLIT = 2**62  # `detail_split` of a ledger not yet migrated: every event is before it
+REDACTED = "~redacted"  # the one key of a redacted event's `data` (no event kind uses it)
+_UPDATE_DATA = "UPDATE events SET data = :d WHERE seq = :s"
 
 
 def event_hash(prev_hash: str, body: dict[str, Any]) -> str:
+    """The rule of events up to meta `detail_split`: the hash covers the whole `data`."""
     return digest_json({"prev": prev_hash, "event": body})
+
+
+def detail_hash(
+    prev_hash: str,
+    seq: int,
+    project_id: str | None,
+    kind: str,
+    actor: str | None,
+    subject: str | None,
+    at: float,
+    detail: str,
+) -> str:
+    """The rule of later events: the hash covers the header and `detail`, the digest of the
+    canonical `data` (`digest_json(data)`), so `data` may go while the digest stays."""
+    header = {
+        "seq": seq,
+        "project_id": project_id,
+        "kind": kind,
+        "actor": actor,
+        "subject": subject,
+        "at": repr(at),
+        "detail": detail,
+        "format": DETAIL_FORMAT,
+    }
+    return digest_json({"prev": prev_hash, "event": header})
+
+
+def redaction(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A redaction marker's fields (`digest`, `at`, `by`, `reason`) if `data` is one."""
+    if len(data) != 1 or REDACTED not in data:
+        return None
+    marker = data[REDACTED]
+    if not isinstance(marker, Mapping) or not isinstance(marker.get("digest"), str):
+        return None
+    return marker
+
+
+def chained_hash(prev_hash: str, e: Event) -> str:
+    """`e`'s hash under the later rule: over its detail's digest (a marker's, if redacted)."""
+    marker = redaction(e.data)
+    detail = str(marker["digest"]) if marker is not None else digest_json(dict(e.data))
+    return detail_hash(prev_hash, e.seq, e.project_id, e.kind, e.actor, e.subject, e.at, detail)
 
 
 def event_body(e: Event) -> dict[str, Any]:
@@ -192,7 +260,7 @@ class AuditRepo:
                 f"event seq {seq} is not above its chain's head {head.seq}: events_seq is behind"
             )
         row = {"seq": seq, "project_id": project_id, "kind": kind, "actor": actor, "subject": subject}
-        digest = event_hash(head.hash, {**row, "data": dict(data), "at": repr(at)})  # = event_body
+        digest = detail_hash(head.hash, seq, project_id, kind, actor, subject, at, digest_json(data))
         self._raw.send(
             _INSERT_EVENT, {**row, "data": dumps(data), "at": at, "prev_hash": head.hash, "hash": digest}
         )
@@ -201,6 +269,27 @@ class AuditRepo:
         event = Event(seq, project_id, kind, actor, subject, data, at, head.hash, digest)
         self.appended.append(event)
         return event
+
+    def detail_expired(
+        self, project_id: str, split: int, before: float, limit: int, held: Sequence[str]
+    ) -> list[Event]:
+        """The project's events after `split` made before `before` whose detail is still there,
+        oldest first, leaving out any that names a held task (its id as subject or anywhere in
+        its detail)."""
+        c = s.events.c
+        q = select(s.events).where(
+            c.project_id == project_id,
+            c.seq > split,
+            c.at < before,
+            c.data.notlike('{"' + REDACTED + '"%'),
+        )
+        for task_id in held:
+            q = q.where(c.subject.is_distinct_from(task_id), c.data.notlike(f"%{task_id}%"))
+        return [_event(r) for r in self._c.execute(q.order_by(c.seq).limit(limit))]
+
+    def redact(self, seq: int, marker: Mapping[str, Any]) -> None:
+        """Replace an event's `data` by a redaction marker (the hash and the chain stay)."""
+        self._raw.run(_UPDATE_DATA, {"s": seq, "d": dumps({REDACTED: dict(marker)})})
 
     def chain_events(self, chain: str, after: int, limit: int = 5000) -> list[Event]:
         """The events of one chain ("" for the ledger chain) with a seq above `after`."""
@@ -303,6 +392,7 @@ class ChainCheck:
 
     split: int
     events: int = 0
+    detail_split: int = NEVER_SPLIT  # meta `detail_split`: later events hash their detail's digest
     problem: str = ""
     bad_seq: int | None = None
     _global: str = GENESIS
@@ -320,12 +410,22 @@ class ChainCheck:
             expected = self._last.get(chain, (0, GENESIS))[1]
         if e.prev_hash != expected:
             return self._fail(e.seq, "broken link")
-        if event_hash(expected, event_body(e)) != e.hash:
+        if not self._hashes(expected, e):
             return self._fail(e.seq, "event altered")
         if e.seq <= self.split:
             self._global = e.hash
         self._last[chain] = (e.seq, e.hash)
         return True
+
+    def _hashes(self, prev: str, e: Event) -> bool:
+        marker = redaction(e.data)
+        if e.seq > self.detail_split:
+            return chained_hash(prev, e) == e.hash and (marker is None or _marker_ok(marker))
+        if marker is None and event_hash(prev, event_body(e)) == e.hash:
+            return True
+        # Written by this build into a ledger not yet migrated (a restore appends before the
+        # upgrade): the later rule, never redacted.
+        return marker is None and chained_hash(prev, e) == e.hash
 
     def finish(self, recorded: dict[str, tuple[int, str]]) -> bool:
         for chain in sorted(set(recorded) | set(self._last)):
@@ -353,8 +453,20 @@ class ChainCheck:
         return False
 
 
-def verify_log(events: Iterable[Event], split: int, recorded: dict[str, tuple[int, str]]) -> ChainCheck:
-    check = ChainCheck(split)
+def _marker_ok(marker: Mapping[str, Any]) -> bool:
+    """A marker retention writes: who, when (a number) and why, beside the digest."""
+    when = marker.get("at")
+    timed = isinstance(when, int | float) and not isinstance(when, bool)
+    return timed and isinstance(marker.get("by"), str) and isinstance(marker.get("reason"), str)
+
+
+def verify_log(
+    events: Iterable[Event],
+    split: int,
+    recorded: dict[str, tuple[int, str]],
+    detail_split: int = NEVER_SPLIT,
+) -> ChainCheck:
+    check = ChainCheck(split, detail_split=detail_split)
     for e in events:
         if not check.feed(e):
             return check

@@ -23,6 +23,15 @@ _DELETED_OF_TASK = (
     " FROM tombstones t WHERE t.project_id = :p AND EXISTS (SELECT 1 FROM candidates c"
     " WHERE c.task_id = :t AND c.manifest LIKE '%\"' || t.digest || '\"%') ORDER BY t.deleted_at, t.digest"
 )
+# The tombstones of bytes one candidate names, or of one of some receipts' logs (a receipt read).
+_DELETED_OF_CANDIDATE = (
+    "SELECT t.project_id, t.digest, t.size, t.paths, t.subject, t.reason, t.deleted_by, t.deleted_at"
+    " FROM tombstones t WHERE t.project_id = :p AND (EXISTS (SELECT 1 FROM candidates c"
+    " WHERE c.id = :c AND (c.manifest LIKE '%\"' || t.digest || '\"%' OR c.digest = t.digest))"
+    " OR EXISTS (SELECT 1 FROM receipts r WHERE r.candidate_id = :c"
+    " AND r.body LIKE '%\"' || t.digest || '\"%'))"
+    " ORDER BY t.deleted_at, t.digest"
+)
 _FINAL = [state.value for state in RemoteState if state.final]
 
 
@@ -35,13 +44,18 @@ class RetentionRepo:
         """The tombstones of bytes the task's candidates name, the read sent now (`Raw.later`)."""
         return self._raw.later_as(_DELETED_OF_TASK, {"p": project_id, "t": task_id}, _tombstone_row)
 
+    def deleted_of_candidate(self, project_id: str, candidate_id: str) -> list[Tombstone]:
+        """The tombstones of bytes the candidate or one of its receipts names (a receipt read)."""
+        rows = self._raw.all(_DELETED_OF_CANDIDATE, {"p": project_id, "c": candidate_id})
+        return [_tombstone_row(r) for r in rows]
+
     # policies ----------------------------------------------------------------
     def policy(self, project_id: str) -> RetentionPolicy:
         t = s.retention_policies
         row = self._c.execute(select(t).where(t.c.project_id == project_id)).first()
         if row is None:
             return RetentionPolicy()
-        return RetentionPolicy(row.candidates, row.verifier_logs, row.delegations)
+        return RetentionPolicy(row.candidates, row.verifier_logs, row.delegations, row.audit_detail)
 
     def set_policy(self, project_id: str, policy: RetentionPolicy, at: float, by: str | None) -> None:
         t = s.retention_policies
@@ -53,7 +67,10 @@ class RetentionRepo:
         """Projects whose policy expires anything (the sweep's list)."""
         t = s.retention_policies
         kept = (
-            (t.c.candidates.is_not(None)) | (t.c.verifier_logs.is_not(None)) | (t.c.delegations.is_not(None))
+            (t.c.candidates.is_not(None))
+            | (t.c.verifier_logs.is_not(None))
+            | (t.c.delegations.is_not(None))
+            | (t.c.audit_detail.is_not(None))
         )
         return [r[0] for r in self._c.execute(select(t.c.project_id).where(kept).order_by(t.c.project_id))]
 

@@ -401,6 +401,7 @@ retention_policies = Table(
     Column("delegations", Float, nullable=True),
     Column("updated_at", Float, nullable=False),
     Column("updated_by", String(ID), nullable=True),
+    Column("audit_detail", Float, nullable=True),  # migration 0015
 )
 
 legal_holds = Table(

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from studiolo._exceptions import BytesDeleted, Conflict, NotAuthorized
 from studiolo.faces.cli import app
+from studiolo.keys import public_key_text
 from studiolo.keys import verify as verify_signature
 from tests.faces.helpers import Actors, complete, new_task, submit, verify
 from tests.faces.test_cli import _cli_state, cli, js, runner  # noqa: F401 - the CLI's state directory, per test
@@ -60,7 +61,10 @@ def test_http_retention_holds_and_deletion(actors: Actors) -> None:
 
 def test_cli_admin_commands(actors: Actors) -> None:
     task_id, digest = _published_secret(actors)
-    assert js(actors, "admin", "admin", "retention", "set", "--candidates", "3600")["candidates"] == 3600
+    policy = js(
+        actors, "admin", "admin", "retention", "set", "--candidates", "3600", "--audit-detail", "7200"
+    )
+    assert (policy["candidates"], policy["audit_detail"]) == (3600, 7200)
     hold = js(actors, "admin", "admin", "hold", "place", "--task", task_id, "--reason", "review")
     assert (
         "legal_hold"
@@ -101,6 +105,16 @@ def test_every_face_says_the_bytes_were_deleted(
 
     shown = cli(actors, "agent", "task", "show", task_id).stdout
     assert "re-verification impossible" in shown and "a leaked password" in shown
+
+    # A receipt read says so itself (GET /v1/receipts/{id}, a candidate's receipts, the CLI);
+    # its signature still verifies over the body it signed.
+    agent = actors.client("agent")
+    for r in [agent.receipt(view.receipts[0].id), *agent.receipts(view.receipts[0].candidate_id)]:
+        assert r.bytes_deleted is not None and "a leaked password" in r.bytes_deleted
+        assert "cannot be checked again" in r.bytes_deleted and r.deleted_digests == [digest]
+        assert verify_signature(public_key_text(actors.world.verifier_key), r.body, r.signature)
+    listed = cli(actors, "agent", "receipts", view.receipts[0].candidate_id).stdout
+    assert "bytes deleted" in listed and "a leaked password" in listed
 
     sign_in(web, actors.tokens["agent"])
     page = web.get(f"/ui/tasks/{task_id}").text

@@ -50,7 +50,7 @@ def load_rows(url: str) -> dict[str, list[dict[str, Any]]]:
         "attempts": "SELECT * FROM attempts",
         "artifact_revisions": "SELECT * FROM artifact_revisions",
         "chains": "SELECT * FROM chains",
-        "meta": "SELECT * FROM meta WHERE key = 'chain_split'",
+        "meta": "SELECT * FROM meta WHERE key IN ('chain_split', 'detail_split')",
     }
     with engine.connect() as conn:
         for name, sql in queries.items():
@@ -67,8 +67,9 @@ def check_run(rows: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any
     deadlines = {a["id"]: float(a["lease_deadline"]) for a in rows["attempts"]}
     for problem in replay_predicates(events, deadlines):
         found.add(problem)
-    split = int(rows["meta"][0]["value"]) if rows["meta"] else 0
-    _chain(events, split, {c["chain"]: (c["seq"], c["hash"]) for c in rows["chains"]}, found)
+    meta = {m["key"]: int(m["value"]) for m in rows["meta"]}
+    heads = {c["chain"]: (c["seq"], c["hash"]) for c in rows["chains"]}
+    _chain(events, meta.get("chain_split", 0), heads, found, meta.get("detail_split", 2**62))
     _fences(events, found)
     _contract_and_admission(events, found)
     _one_per_task(rows, found)
@@ -77,25 +78,50 @@ def check_run(rows: dict[str, list[dict[str, Any]]], answers: list[dict[str, Any
     return found
 
 
+def _sha(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
+def _event_hash(prev: str, e: dict[str, Any], detail_split: int) -> str | None:
+    """The hash `e` must have (docs/concepts.md, "The audit chain"); None if it cannot be
+    right. Up to `detail_split` the hash covers the whole `data`; after it, the header and
+    the digest of the canonical `data` (`format: 2`), and a `data` of one key `~redacted` is
+    a redaction marker carrying that digest (and who, when, why)."""
+    header = {k: e[k] for k in ("seq", "project_id", "kind", "actor", "subject")}
+    header["at"] = repr(float(e["at"]))
+    data = e["data"]
+    marker = data.get("~redacted") if isinstance(data, dict) and len(data) == 1 else None
+    if e["seq"] <= detail_split:
+        old = _sha({"prev": prev, "event": {**header, "data": data}})
+        if marker is not None or old == e["hash"]:
+            return None if marker is not None else old
+    if marker is not None:
+        fields = isinstance(marker, dict) and all(
+            isinstance(marker.get(k), str) for k in ("digest", "by", "reason")
+        )
+        if not fields or isinstance(marker.get("at"), bool) or not isinstance(marker.get("at"), int | float):
+            return None
+        detail = marker["digest"]
+    else:
+        detail = _sha(data)
+    return _sha({"prev": prev, "event": {**header, "detail": detail, "format": 2}})
+
+
 def _chain(
-    events: list[dict[str, Any]], split: int, heads: dict[str, tuple[int, str]], found: Findings
+    events: list[dict[str, Any]],
+    split: int,
+    heads: dict[str, tuple[int, str]],
+    found: Findings,
+    detail_split: int = 2**62,
 ) -> None:
     """Up to `split` one global chain (seq 1, 2, ...); after it, each event links to the previous
-    event of its project ("" for events of no project), and each chain ends at its head row."""
+    event of its project ("" for events of no project), and each chain ends at its head row.
+    Each hash recomputes by its rule (`_event_hash`)."""
     whole, last = _GENESIS, {}
     for n, e in enumerate(events, start=1):
         chain = e["project_id"] or ""
         prev = whole if e["seq"] <= split else last.get(chain, (0, _GENESIS))[1]
-        body = {
-            "seq": e["seq"],
-            "project_id": e["project_id"],
-            "kind": e["kind"],
-            "actor": e["actor"],
-            "subject": e["subject"],
-            "data": e["data"],
-            "at": repr(float(e["at"])),
-        }
-        digest = "sha256:" + hashlib.sha256(rfc8785.dumps({"prev": prev, "event": body})).hexdigest()
+        digest = _event_hash(prev, e, detail_split)
         if (e["seq"] <= split and e["seq"] != n) or e["prev_hash"] != prev or e["hash"] != digest:
             found.add(f"audit chain broken at seq {e['seq']}")
             return

@@ -8,11 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from studiolo._exceptions import BytesDeleted, Conflict, InvalidRequest, NotAuthorized, NotFound
 from studiolo.core.model import Candidate, Principal
 from studiolo.keys import verify
-from tests.world import World, add_project
+from tests.world import World, add_project, build_world
 
 DAY = 86400.0
 
@@ -257,3 +259,50 @@ def test_the_independent_audit_checker_follows_a_deletion(world: World) -> None:
     world.complete(task, attempt, later, [world.receipt(later).id])
     url = c.store.url
     assert check(load_events(url), load_deadlines(url)) == []
+
+
+_ages = st.lists(
+    st.tuples(st.integers(0, 20), st.sampled_from([b"a\n", b"b\n", b"c\n", b"d\n"]), st.booleans()),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cands=_ages, period=st.integers(0, 20), project_hold=st.booleans())
+def test_a_sweep_deletes_exactly_what_the_model_says(
+    tmp_path_factory: pytest.TempPathFactory,
+    cands: list[tuple[int, bytes, bool]],
+    period: int,
+    project_hold: bool,
+) -> None:
+    """Candidates made at various times (some of held tasks), bytes shared between some: a
+    sweep deletes a digest iff every candidate naming it is past the period and unheld."""
+    w = build_world(tmp_path_factory.mktemp("sweep"))
+    c = w.coord
+    c.set_retention(w.admin, w.project_id, {"candidates": float(period)})
+    made = []
+    for _order, data, held in sorted(cands, key=lambda x: x[0]):  # one a second
+        made.append((w.clock(), data, held, _rejected_candidate(w, data)))
+        if held:
+            c.place_hold(w.admin, w.project_id, made[-1][3].task_id, "held")
+        w.clock.advance(1.0)
+    if project_hold:
+        c.place_hold(w.admin, w.project_id, None, "everything")
+    start = made[0][0]
+    w.clock.advance(20.0 - (w.clock() - start))  # now = start + 20
+    sweepable: dict[str, bool] = {}
+    for made_at, _data, held, cand in made:
+        digest = cand.files["src/answer.txt"] or ""
+        expired = made_at + period <= w.clock()
+        sweepable[digest] = sweepable.get(digest, True) and expired and not held and not project_hold
+    c.sweep_retention(w.admin)
+    for digest, gone in sweepable.items():
+        try:
+            c.get_blob(w.agent, digest)
+            still = True
+        except BytesDeleted:
+            still = False
+        assert still is not gone, (digest, gone)
+    assert c.verify_audit().ok
+    c.store.dispose()

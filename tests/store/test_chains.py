@@ -15,7 +15,7 @@ from sqlalchemy import delete, insert, select, text, update
 from studiolo.core.model import Event
 from studiolo.store import Store, Tx, migrations
 from studiolo.store import schema as s
-from studiolo.store.audit import GENESIS, event_body, event_hash, verify_log
+from studiolo.store.audit import GENESIS, chained_hash, event_body, event_hash, verify_log
 from studiolo.store.gate import Gate
 from tests.store.pgdb import write_from_threads
 from tests.world import World, add_project, build_world
@@ -83,7 +83,7 @@ def test_tampering_with_one_chain_is_found(store_url: str, tmp_path: Path, how: 
     else:  # a second event after `victim`, validly hashed: two events share one predecessor
         seq = max(e["seq"] for e in _events(store)) + 1
         draft = Event(seq, a.project_id, "task.cancelled", None, "tsk_x", {}, 1.0, victim["hash"], "")
-        digest = event_hash(victim["hash"], event_body(draft))
+        digest = chained_hash(victim["hash"], draft)
         row = {**event_body(draft), "data": "{}", "at": 1.0, "prev_hash": victim["hash"], "hash": digest}
         _tamper(store, insert(ev).values(row))
     report = a.coord.verify_audit()
@@ -132,13 +132,14 @@ def test_a_ledger_with_one_global_chain_migrates_and_keeps_verifying(store_url: 
     with store.engine.connect() as conn:
         heads = dict(conn.execute(select(s.chains.c.chain, s.chains.c.hash)).all())
         split = conn.execute(text("SELECT value FROM meta WHERE key = 'chain_split'")).scalar()
-    assert split == "4"
+        detail = conn.execute(text("SELECT value FROM meta WHERE key = 'detail_split'")).scalar()
+    assert split == "4" and detail == "4"  # the legacy events keep the old rule
     assert heads == {"prj_aaaaaaaa": legacy[3].hash, "": legacy[1].hash, "prj_bbbbbbbb": legacy[2].hash}
     b = "prj_bbbbbbbb"
     store.write(lambda tx: tx.audit.append(b, "after", None, None, {}, tx.now), Gate.project(b))
     new = store.read(lambda tx: tx.audit.events(after=4))
     assert len(new) == 1 and new[0].seq > 4 and new[0].prev_hash == legacy[2].hash
-    check = store.read(lambda tx: verify_log(tx.audit.iter_all(), 4, tx.audit.heads()))
+    check = store.read(lambda tx: verify_log(tx.audit.iter_all(), 4, tx.audit.heads(), 4))
     assert check.problem == "" and check.events == 5
     store.dispose()
 

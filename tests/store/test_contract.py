@@ -16,7 +16,7 @@ from studiolo import CompletionRejected
 from studiolo.core.model import Attempt, AttemptStatus, Event
 from studiolo.store import Store, Tx, migrations
 from studiolo.store import schema as s
-from studiolo.store.audit import GENESIS, event_body, event_hash
+from studiolo.store.audit import GENESIS, chained_hash
 from tests.world import FakeClock, World, build_world
 
 
@@ -46,7 +46,7 @@ def _verify_chain(events: list[Event]) -> None:
     prev = GENESIS
     for n, e in enumerate(events, start=1):
         assert e.seq == n and e.prev_hash == prev
-        assert event_hash(prev, event_body(e)) == e.hash
+        assert chained_hash(prev, e) == e.hash  # the rule of events after migration 0015
         prev = e.hash
 
 

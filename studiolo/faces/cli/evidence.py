@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from studiolo._exceptions import InvalidRequest
-from studiolo.faces.cli._output import Printer
+from studiolo.faces.cli._output import Printer, escape_markup
 from studiolo.faces.cli._state import CliState, JsonOpt, emit, state, table
 
 if TYPE_CHECKING:  # imported where used: `complete` loads no key, `--json` prints no table
@@ -64,6 +64,8 @@ def receipts(ctx: typer.Context, candidate_id: str, json_out: JsonOpt = False) -
         for r in rows:
             b = r.body
             con.print(f"{r.id}  {b['criterion']} via {b['checker']}: [bold]{b['result']}[/] by {b['issuer']}")
+            if r.bytes_deleted:
+                con.print(f"  [yellow]{escape_markup(r.bytes_deleted)}[/]")
 
     emit(st, rows, human)
 

@@ -40,7 +40,8 @@ def retention_show(ctx: typer.Context, project: Project = None, json_out: JsonOp
     def show(con: Printer) -> None:
         p = out.policy
         con.print(
-            f"candidates {p.candidates}  verifier_logs {p.verifier_logs}  delegations {p.delegations} (s)"
+            f"candidates {p.candidates}  verifier_logs {p.verifier_logs}  delegations {p.delegations}"
+            f"  audit_detail {p.audit_detail} (s)"
         )
         con.print(table(out.holds, ["id", "task_id", "reason", "placed_by"]))
         for t in out.deleted:
@@ -55,6 +56,7 @@ def retention_set(
     candidates: Period = None,
     verifier_logs: Period = None,
     delegations: Period = None,
+    audit_detail: Period = None,
     forever: Annotated[
         list[str] | None, typer.Option(help="a kind to keep for ever again (repeatable)")
     ] = None,
@@ -62,7 +64,12 @@ def retention_set(
     json_out: JsonOpt = False,
 ) -> None:
     """Change retention periods (seconds); a kind not named keeps its period."""
-    given = {"candidates": candidates, "verifier_logs": verifier_logs, "delegations": delegations}
+    given = {
+        "candidates": candidates,
+        "verifier_logs": verifier_logs,
+        "delegations": delegations,
+        "audit_detail": audit_detail,
+    }
     periods: dict[str, float | None] = {k: v for k, v in given.items() if v is not None}
     periods.update(dict.fromkeys(forever or [], None))
     st = state(ctx, json_out)

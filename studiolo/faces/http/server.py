@@ -7,8 +7,9 @@ The protocol closes slow and surplus connections; `InFlightLimit` counts request
 and forks N processes that each build their own door over the same ledger and accept on the
 shared socket (the kernel hands each connection to one of them). Writes from all of them
 queue on the store's writer lock (SQLite) or writer gate (PostgreSQL). A worker that dies is
-replaced; SIGTERM or SIGINT stops them all. The per-process limits (connections per
-address, requests in flight, streams per principal) and dashboard sessions are per worker.
+replaced, in the same slot; SIGTERM or SIGINT stops them all. The per-process limits
+(connections per address, requests in flight, streams per principal) and dashboard sessions
+are per worker. Only the worker in slot 0 runs the retention sweeper's timer (`slot_settings`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "raise_open_files_limit",
     "serve",
     "settle_heap",
+    "slot_settings",
 ]
 
 GC_YOUNG_THRESHOLD = 5000  # the cyclic collector's first threshold while serving (Python's: 700)
@@ -85,10 +87,16 @@ def serve(coordinator: Coordinator, settings: Settings, workers: int = 1) -> Non
     door, store = type(coordinator), type(coordinator.store)
     url, pool = settings.database_url, settings.db_pool_size
     try:
-        worker = lambda: _worker(door(store(url, pool_size=pool), settings), sock)  # noqa: E731
+        worker = lambda slot: _worker(door(store(url, pool_size=pool), slot_settings(settings, slot)), sock)  # noqa: E731
         _Supervisor(worker, workers, died=lambda pid: multiprocess.process_died(pid, shared)).run()
     finally:
         multiprocess.disable(shared)
+
+
+def slot_settings(settings: Settings, slot: int) -> Settings:
+    """The settings of the worker in `slot` (0..N-1): only slot 0 sweeps retention on a timer
+    (one sweeper per `serve`, not N racing for the same expired evidence)."""
+    return settings if slot == 0 else replace(settings, retention_sweep_seconds=0.0)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -129,15 +137,16 @@ def settle_heap(young: int = GC_YOUNG_THRESHOLD, old: int = GC_OLD_THRESHOLD) ->
 
 
 class _Supervisor:
-    """Forks the workers, replaces one that dies, and stops them all on SIGTERM / SIGINT."""
+    """Forks the workers, each in a slot 0..N-1 (`target(slot)`), replaces one that dies in
+    its slot, and stops them all on SIGTERM / SIGINT."""
 
     def __init__(
-        self, target: Callable[[], None], workers: int, died: Callable[[int], None] = lambda pid: None
+        self, target: Callable[[int], None], workers: int, died: Callable[[int], None] = lambda pid: None
     ) -> None:
         self._target = target
         self._died = died  # told the id of each worker that ended
         self._wanted = workers
-        self._children: set[int] = set()
+        self._children: dict[int, int] = {}  # pid → slot
         self._stopping = False
 
     def run(self) -> None:
@@ -145,25 +154,26 @@ class _Supervisor:
         signal.signal(signal.SIGINT, self._stop)
         while not self._stopping:
             while len(self._children) < self._wanted and not self._stopping:
-                self._children.add(self._fork())
+                slot = min(set(range(self._wanted)) - set(self._children.values()))
+                self._children[self._fork(slot)] = slot
             try:
                 pid, _ = os.wait()
             except ChildProcessError:
                 continue
             except InterruptedError:  # pragma: no cover - PEP 475 retries wait() itself
                 continue
-            self._children.discard(pid)
+            self._children.pop(pid, None)
             self._died(pid)
         self._reap()
 
-    def _fork(self) -> int:
+    def _fork(self, slot: int) -> int:
         pid = os.fork()
         if pid == 0:  # the worker: uvicorn installs its own signal handlers
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             code = 0
             try:
-                self._target()
+                self._target(slot)
             except BaseException:  # a worker that fails exits; the supervisor replaces it
                 code = 1
             finally:
@@ -186,7 +196,7 @@ class _Supervisor:
                 return
             if pid == 0:
                 time.sleep(0.05)
-            self._children.discard(pid)
+            self._children.pop(pid, None)
         for pid in self._children:
             with _suppress_gone():
                 os.kill(pid, signal.SIGKILL)

@@ -75,7 +75,7 @@ class InProcessPort:
         return s.CandidateOut.model_validate(self.door.candidate(self.caller, candidate_id))
 
     def receipts(self, candidate_id: str) -> list[s.ReceiptOut]:
-        return [render.receipt(r) for r in self.door.receipts(self.caller, candidate_id)]
+        return [render.receipt(r) for r in self.door.receipt_reads(self.caller, candidate_id)]
 
     def complete(self, task_id: str, request: CompleteIn) -> tuple[s.CompletionOut, bool]:
         outcome = self.door.complete(self.caller, make_request(task_id=task_id, **request.model_dump()))

@@ -34,6 +34,9 @@ def test_get_task_and_read_artifact_after_a_deletion(world: World, tmp_path: Pat
             assert view["task"]["still_current"] is False
             assert view["task"]["bytes_deleted"].endswith("a leaked secret")
             assert [d["digest"] for d in view["deleted"]] == [digest]
+            listed = await a.ok("get_receipts", candidate_id=cand.id)
+            assert listed["receipts"][0]["bytes_deleted"].startswith("bytes deleted ")
+            assert listed["receipts"][0]["deleted_digests"] == [digest]
             refused = await a.refused("read_artifact", path="src/answer.txt", revision=before)
             assert refused["reason"] == "bytes_deleted"
             assert [h["hint"] for h in refused["hints"]] == [hint_of("bytes_deleted").brief]

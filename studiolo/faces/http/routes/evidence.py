@@ -36,12 +36,12 @@ def candidate_tree(candidate_id: str, caller: Caller, door: Door) -> CandidateTr
 
 @operation(router, "receipts")
 def list_receipts(candidate_id: str, caller: Caller, door: Door) -> list[s.ReceiptOut]:
-    return [render.receipt(r) for r in door.receipts(caller, candidate_id)]
+    return [render.receipt(r) for r in door.receipt_reads(caller, candidate_id)]
 
 
 @operation(router, "receipt")
 def show_receipt(receipt_id: str, caller: Caller, door: Door) -> s.ReceiptOut:
-    return render.receipt(door.receipt(caller, receipt_id))
+    return render.receipt(door.receipt_read(caller, receipt_id))
 
 
 @operation(router, "verifications")
