@@ -317,7 +317,7 @@ class ViewOps:
 
         def run(tx: Tx) -> AuditReport:
             split = int(tx.meta.get("chain_split") or "0")
-            detail = tx.meta.get("detail_split")  # None: a ledger not yet at migration 0015
+            detail = tx.meta.get("detail_split")  # None: a ledger not yet at migration 0016
             detail_split = int(detail) if detail is not None else NEVER_SPLIT
             heads = tx.audit.heads()
             if start is None:

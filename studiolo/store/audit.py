@@ -7,7 +7,7 @@ seqs may commit out of order on PostgreSQL (see docs/concepts.md). Events up to 
 `chain_split` predate per-project chains and link in the one global chain instead.
 
 Two hashing rules (docs/concepts.md, "The audit chain"). Events up to meta `detail_split`
-(written before migration 0015) hash their whole `data`: `event_hash(prev, event_body(e))`.
+(written before migration 0016) hash their whole `data`: `event_hash(prev, event_body(e))`.
 Later events hash a commitment to it: the header fields, `detail` (the digest of the
 canonical `data`) and `format: 2` (`detail_hash`), so retention can replace an aged event's
 `data` by a redaction marker (`redaction`) that keeps the digest, and the chain still

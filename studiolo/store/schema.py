@@ -401,7 +401,7 @@ retention_policies = Table(
     Column("delegations", Float, nullable=True),
     Column("updated_at", Float, nullable=False),
     Column("updated_by", String(ID), nullable=True),
-    Column("audit_detail", Float, nullable=True),  # migration 0015
+    Column("audit_detail", Float, nullable=True),  # migration 0016
 )
 
 legal_holds = Table(

@@ -46,7 +46,7 @@ def _verify_chain(events: list[Event]) -> None:
     prev = GENESIS
     for n, e in enumerate(events, start=1):
         assert e.seq == n and e.prev_hash == prev
-        assert chained_hash(prev, e) == e.hash  # the rule of events after migration 0015
+        assert chained_hash(prev, e) == e.hash  # the rule of events after migration 0016
         prev = e.hash
 
 

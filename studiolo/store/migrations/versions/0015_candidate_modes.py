@@ -4,7 +4,7 @@ bytes, the candidate digest binds it, and the completion gives it to the artifac
 candidate written before was all regular (`{}`), and keeps its digest.
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-05
 """
 

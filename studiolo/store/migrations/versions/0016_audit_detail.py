@@ -4,8 +4,8 @@ Every later event's hash covers the digest of its `data` instead (store/audit.py
 retention sweep may replace an aged event's `data` by a redaction marker; events up to the
 split keep the old rule and are never redacted.
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-05
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015"
-down_revision = "0014"
+revision = "0016"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
