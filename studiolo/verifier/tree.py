@@ -121,7 +121,8 @@ def _mkdirs(root: Path, directory: Path) -> None:
 
 
 def tree_digest(root: Path) -> str:
-    """A digest of everything under `root`: names, kinds, file bytes, symlink targets."""
+    """A digest of everything under `root`: names, kinds, file bytes and executable bits,
+    symlink targets."""
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -142,7 +143,8 @@ def _entry(path: Path, rel: str) -> bytes:
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             file_hash.update(chunk)
-    return f"f {rel} {file_hash.hexdigest()}\0".encode()
+    executable = "x" if st.st_mode & 0o111 else "-"
+    return f"f {rel} {executable} {file_hash.hexdigest()}\0".encode()
 
 
 def remove_tree(root: Path) -> None:

@@ -61,6 +61,7 @@ def test_the_digest_sees_every_kind_of_change(tmp_path: Path) -> None:
     seen = {tree_digest(tmp_path)}
     changes = [
         lambda: (tmp_path / "a.txt").write_bytes(b"ONE\n"),
+        lambda: (tmp_path / "a.txt").chmod(0o755),  # the same bytes, now executable
         lambda: (tmp_path / "d" / "new").mkdir(),
         lambda: (tmp_path / "link").symlink_to("a.txt"),
         lambda: (tmp_path / "d" / "b.txt").unlink(),
