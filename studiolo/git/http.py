@@ -7,14 +7,11 @@ password of HTTP Basic; only principals who may read the whole project may clone
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
-import contextlib
 import os
 import re
 import subprocess
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +31,7 @@ from studiolo.git.receive import Receiver
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 from studiolo.store import Tx
+from studiolo.workers.lifetime import for_app_lifetime
 
 __all__ = ["mount_git"]
 
@@ -59,18 +57,7 @@ def mount_git(app: Any, door: Coordinator, settings: Settings) -> Projector | No
     background = ProjectorProcess(
         door.store, root, settings.git_interval_seconds, settings.git_checkpoint_seconds
     )
-    parent = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(a: Any) -> AsyncIterator[Any]:
-        background.start()  # its first pass replays whatever a crash left unpublished
-        try:
-            async with parent(a) as state:
-                yield state
-        finally:
-            await asyncio.to_thread(background.stop)
-
-    app.router.lifespan_context = lifespan
+    for_app_lifetime(app, background)  # its first pass replays whatever a crash left unpublished
 
     async def endpoint(request: Request) -> Response:
         return await _serve(request, door, projector, root)

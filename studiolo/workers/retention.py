@@ -4,14 +4,12 @@ itself (the `retention.swept` events have no actor). Started and stopped with th
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 from studiolo.service import Coordinator, SweepReport
+from studiolo.workers.lifetime import for_app_lifetime
 
 __all__ = ["Sweeper", "mount_sweeper"]
 
@@ -59,16 +57,5 @@ def mount_sweeper(app: Any, door: Coordinator, interval: float) -> Sweeper:
     """Run a sweeper for the app's lifetime (`app.state.sweeper`)."""
     sweeper = Sweeper(door, interval)
     app.state.sweeper = sweeper
-    parent = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(a: Any) -> AsyncIterator[Any]:
-        sweeper.start()
-        try:
-            async with parent(a) as state:
-                yield state
-        finally:
-            await asyncio.to_thread(sweeper.stop)
-
-    app.router.lifespan_context = lifespan
+    for_app_lifetime(app, sweeper)
     return sweeper

@@ -21,7 +21,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -67,6 +67,7 @@ from studiolo.workers.a2a.capped import remote_client
 from studiolo.workers.a2a.hints import Hints
 from studiolo.workers.a2a.origins import OriginRefused
 from studiolo.workers.a2a.remote_view import manifest_kid, read_task
+from studiolo.workers.lifetime import for_app_lifetime
 
 __all__ = [
     "CardCheck",
@@ -161,18 +162,7 @@ def mount_requester(app: Any, door: Coordinator, settings: Settings) -> Requeste
     service and resumes every wait the ledger holds."""
     requester = Requester(door, settings)
     app.state.requester = requester
-    parent = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(a: Any) -> AsyncIterator[Any]:
-        requester.start()
-        try:
-            async with parent(a) as state:
-                yield state
-        finally:
-            await asyncio.to_thread(requester.stop)
-
-    app.router.lifespan_context = lifespan
+    for_app_lifetime(app, requester)
     return requester
 
 
