@@ -25,7 +25,13 @@ def _port() -> int:
 
 
 def _daemon(base: Path, port: int) -> subprocess.Popen[bytes]:
-    args = ["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", f"--base-path={base}"]
+    # git-daemon itself, not `git daemon` (a wrapper that forks it): killing the wrapper
+    # would leave the daemon listening after the test
+    exec_path = subprocess.run(
+        ["git", "--exec-path"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    daemon = str(Path(exec_path) / "git-daemon")
+    args = [daemon, "--reuseaddr", "--export-all", "--enable=receive-pack", f"--base-path={base}"]
     proc = subprocess.Popen([*args, "--listen=127.0.0.1", f"--port={port}", str(base)])
     for _ in range(100):
         with socket.socket() as s:
