@@ -9,7 +9,8 @@ the common ones, and a summary. From it:
 - the HTTP face registers each route (`faces/http/operation.py`: method, path, status,
   summary, tag, response model, operation id) and caps each body (`faces/http/limits.py`);
 - the OpenAPI document is generated from it (`faces/http/openapi.py`);
-- the Python client finds each method's verb and URL here (`Client._at`);
+- the Python client's plain methods are generated from it (`studiolo.api.generate`), and the
+  others find their verb and URL here (`Client._at`);
 - docs/api.md's table of operations is rendered from it (`render_table`; a test compares).
 
 Models are named, not imported: the client imports this module on every call, and importing

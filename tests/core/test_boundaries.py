@@ -61,6 +61,7 @@ CLIENT = (
         "studiolo.client_settings",
         "studiolo.keys",
         "studiolo.client",
+        "studiolo._client_ops",  # the client's generated operations
         "studiolo.confined",
         "studiolo.faces.cli._lazy",
         "studiolo.faces.cli._output",
@@ -71,6 +72,7 @@ CLIENT = (
 )
 CLIENT_FILES = (
     "client.py",
+    "_client_ops.py",
     "confined.py",
     "keys.py",
     "_exceptions.py",

@@ -14,6 +14,9 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 
+import studiolo
+from studiolo._client_ops import Operations
+from studiolo.api.generate import HAND_WRITTEN, render_client
 from studiolo.api.operations import OPERATIONS, Operation, render_table
 from studiolo.client import Client
 from studiolo.faces.http.app import create_app
@@ -82,6 +85,20 @@ def test_body_caps_come_from_the_table() -> None:
         path = op.template.format(**dict.fromkeys(op.params, "x1"))
         assert caps.for_request(op.method, path) == min(getattr(settings, op.cap), caps.ceiling), op.name
     assert caps.for_request("POST", "/v1/attempts/a/b/candidates") == settings.max_json_bytes
+
+
+def test_the_client_operations_are_generated_from_the_table() -> None:
+    """A new row or field reaches the client: the checked-in module is what the generator writes."""
+    checked_in = Path(studiolo.__file__).parent / "_client_ops.py"
+    assert checked_in.read_text() == render_client(), (
+        "run: python -m studiolo.api.generate > studiolo/_client_ops.py"
+    )
+
+
+def test_every_row_is_generated_or_hand_written_in_the_client() -> None:
+    generated = {n for n, v in vars(Operations).items() if inspect.isfunction(v) and not n.startswith("_")}
+    assert generated.isdisjoint(HAND_WRITTEN) and generated | set(HAND_WRITTEN) == set(OPERATIONS)
+    assert set(HAND_WRITTEN) <= set(vars(Client)), sorted(set(HAND_WRITTEN) - set(vars(Client)))
 
 
 def test_every_client_method_that_calls_the_api_is_a_row() -> None:
