@@ -6,8 +6,10 @@
 Every method sends one operation of the table (`studiolo/api/operations.py`: its verb and
 URL come from the row): it sends the operation's request model and returns its response
 model, the same models the server validates with (`studiolo.api`); a request that does not
-validate raises `InvalidRequest` before anything is sent. Errors come back as the same `StudioloError`
-subclasses the server raised, rebuilt from problem+json. Pass `transport=` (an
+validate raises `InvalidRequest` before anything is sent. The methods that do only that are
+generated from the table (`studiolo/_client_ops.py`); this module holds the plumbing and the
+methods that do more. Errors come back as the same `StudioloError` subclasses the server
+raised, rebuilt from problem+json. Pass `transport=` (an
 `httpx.BaseTransport`, e.g. `httpx.MockTransport`) to talk to an app in-process.
 
 The server is input, not authority over the client's disk: `get_blob` checks the bytes
@@ -186,13 +188,17 @@ class Client(Operations):
         return TypeAdapter(list[out]).validate_json(content)  # type: ignore[valid-type]
 
     def _row(
-        self, name: str, path: Sequence[str], project: str | None, query: Any, fields: Mapping[str, Any]
+        self,
+        name: str,
+        path: Sequence[str],
+        project: str | None,
+        query: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
     ) -> httpx.Response:
         """Send row `name`: its path's parameters in order, its request model built from `fields`."""
         op = OPERATIONS[name]
-        at = self._at(
-            name, project, **dict(zip([p for p in op.params if p != "project_id"], path, strict=True))
-        )
+        names = [p for p in op.params if p != "project_id"]
+        at = self._at(name, project, **dict(zip(names, path, strict=True)))
         kw: dict[str, Any] = {} if query is None else {"params": query}
         if op.request is not None:
             kw.update(_json(_request(op.request_model(), fields)))

@@ -20,6 +20,7 @@ import enum
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from studiolo.api import responses
 from studiolo.api.operations import OPERATIONS, Operation
 
 __all__ = ["HAND_WRITTEN", "render_client"]
@@ -101,11 +102,14 @@ def _imports(names: set[str]) -> str:
 
 
 def _method(op: Operation, names: set[str]) -> str:
-    response = op.response_model()
     many = op.response.startswith("list[")
-    out = f"s.{op.response.removeprefix('list[').removesuffix(']')}"
-    if response is None or op.body not in ("json", "optional", "none"):
-        raise ValueError(f"{op.name}: not a plain operation; list it in HAND_WRITTEN")
+    model = op.response_model()
+    if many:
+        (model,) = get_args(model)
+    name = getattr(model, "__name__", "")  # a model of `api.responses`, which `s.` names
+    if not name or getattr(responses, name, None) is not model or op.body == "bytes" or op.query:
+        raise ValueError(f"{op.name}: not a plain operation; write it in client.py, list it in HAND_WRITTEN")
+    out = f"s.{name}"
     path = [p for p in op.params if p != "project_id"]
     required, optional = _fields(op, names)
     params = ["self", *(f"{p}: str" for p in path), *required, *optional]
@@ -162,8 +166,10 @@ def _type(annotation: Any, names: set[str]) -> str:
     if origin is Literal:
         names.add("Literal")
         return f"Literal[{', '.join(_literal(a) for a in args)}]"
-    if annotation is type(None) or annotation is Any:
-        return "None" if annotation is None or annotation is type(None) else "Any"
+    if annotation is type(None):
+        return "None"
+    if annotation is Any:
+        return "Any"
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         names.add(f"{annotation.__module__}.{annotation.__name__}")
         return annotation.__name__

@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,11 @@ from fastapi.routing import APIRoute
 
 import studiolo
 from studiolo._client_ops import Operations
+from studiolo._exceptions import StudioloError
 from studiolo.api.generate import HAND_WRITTEN, render_client
 from studiolo.api.operations import OPERATIONS, Operation, render_table
 from studiolo.client import Client
+from studiolo.core.enums import Action
 from studiolo.faces.http.app import create_app
 from studiolo.faces.http.limits import BodyCaps
 from studiolo.faces.http.openapi import openapi_document
@@ -99,6 +102,34 @@ def test_every_row_is_generated_or_hand_written_in_the_client() -> None:
     generated = {n for n, v in vars(Operations).items() if inspect.isfunction(v) and not n.startswith("_")}
     assert generated.isdisjoint(HAND_WRITTEN) and generated | set(HAND_WRITTEN) == set(OPERATIONS)
     assert set(HAND_WRITTEN) <= set(vars(Client)), sorted(set(HAND_WRITTEN) - set(vars(Client)))
+
+
+def test_a_generated_method_sends_its_request_model_with_the_model_defaults() -> None:
+    """Positional and keyword arguments, tuples for lists, None for a dict's default, and a
+    None a field requires (an edit that deletes) reach the wire as the model would send them."""
+    from studiolo.api import requests as q
+
+    sent: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(599, json={"reason": "recorded"})
+
+    client = Client("http://test", "t", project="prj_1", transport=httpx.MockTransport(record))
+    calls: list[tuple[Callable[[], object], Any]] = [
+        (lambda: client.register_checker("c", "1", config=None), q.CheckerIn(name="c", version="1")),
+        (lambda: client.edit_artifact("a.txt", None, 3), q.ArtifactEditIn(digest=None, base_revision=3)),
+        (
+            lambda: client.grant("prn_1", (Action.READ,), ("src/**",)),
+            q.GrantIn(principal_id="prn_1", actions=[Action.READ], scope=["src/**"]),
+        ),
+        (lambda: client.handoff("att_1", notes="n"), q.HandoffIn(notes="n")),
+        (lambda: client.claim("tas_1", 30.0), q.ClaimIn(lease_seconds=30.0)),
+    ]
+    for call, model in calls:
+        with pytest.raises(StudioloError):
+            call()
+        assert json.loads(sent[-1].content) == json.loads(model.model_dump_json())
 
 
 def test_every_client_method_that_calls_the_api_is_a_row() -> None:
