@@ -41,7 +41,7 @@ class Operation:
         self,
         name: str,
         method: str,
-        path: str,  # FastAPI's spelling: `{path:path}` takes the rest of the URL, slashes included
+        path: str,  # Starlette's spelling: `{path:path}` takes the rest of the URL, slashes included
         tag: str,
         summary: str,
         response: str,  # a model of `api.responses` (or `api.verification`), `list[...]`, or a media type

@@ -115,11 +115,10 @@ class Observed:
 
 
 class Templates:
-    """A request's route template, once the app answered it: what the router matched
-    (`scope["route"]`, FastAPI's routes), what a fast lane named (`ROUTE_KEY`), the path of
-    the plain Starlette route whose endpoint ran (the OpenAPI document, the git projection:
-    found by endpoint among `routes`, never by scanning), the mount it went to, else
-    `unmatched`."""
+    """A request's route template, once the app answered it: what the one path named
+    (`ROUTE_KEY`), the route the router matched (`scope["route"]`), else the path of the
+    route whose endpoint ran (found by endpoint among `routes`, never by scanning), the mount
+    it went to, else `unmatched`."""
 
     def __init__(self, routes: Sequence[BaseRoute] = ()) -> None:
         self._routes = routes
@@ -130,9 +129,9 @@ class Templates:
         named = scope.get(ROUTE_KEY)
         if isinstance(named, str):
             return named
-        path = getattr(scope.get("route"), "path_format", None)
-        if isinstance(path, str):
-            return path
+        route = scope.get("route")
+        if isinstance(route, Route):  # as written (`{rest:path}`); a mount is named below
+            return route.path
         endpoint = scope.get("endpoint")
         if endpoint is not None:
             found = self._path_of(endpoint)
