@@ -6,8 +6,9 @@ none), the response (a model of `studiolo.api.responses`), the success status, w
 call it (a bearer token, or anyone), the body cap (a `Settings` field), the errors beyond
 the common ones, and a summary. From it:
 
-- the HTTP face registers each route (`faces/http/operation.py`: method, path, status,
-  summary, tag, response model, operation id) and caps each body (`faces/http/limits.py`);
+- the HTTP face serves each row with the function registered under its name
+  (`faces/http/operation.py`, `faces/http/path.py`: method, path, status, response model)
+  and caps each body (`faces/http/limits.py`);
 - the OpenAPI document is generated from it (`faces/http/openapi.py`);
 - the Python client finds each method's verb and URL here (`Client._at`);
 - docs/api.md's table of operations is rendered from it (`render_table`; a test compares).
