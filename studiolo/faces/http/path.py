@@ -133,7 +133,8 @@ class OperationPath:
                 self._index.setdefault(_key(one.op.method, one.op.template), []).append(one)
 
     def _find(self, method: str, path: str) -> tuple[_Served, dict[str, str]] | None:
-        for one in (*self._index.get(_key(method, path), ()), *self._rest):
+        key = _key(method, path.removesuffix("\n"))  # a pattern's `$` matches before a last newline
+        for one in (*self._index.get(key, ()), *self._rest):
             found = one.pattern.match(path) if one.op.method == method else None
             if found is not None:
                 return one, found.groupdict()
