@@ -6,8 +6,9 @@ none), the response (a model of `studiolo.api.responses`), the success status, w
 call it (a bearer token, or anyone), the body cap (a `Settings` field), the errors beyond
 the common ones, and a summary. From it:
 
-- the HTTP face registers each route (`faces/http/operation.py`: method, path, status,
-  summary, tag, response model, operation id) and caps each body (`faces/http/limits.py`);
+- the HTTP face serves each row with the function registered under its name
+  (`faces/http/operation.py`, `faces/http/path.py`: method, path, status, response model)
+  and caps each body (`faces/http/limits.py`);
 - the OpenAPI document is generated from it (`faces/http/openapi.py`);
 - the Python client's plain methods are generated from it (`studiolo.api.generate`), and the
   others find their verb and URL here (`Client._at`);
@@ -42,7 +43,7 @@ class Operation:
         self,
         name: str,
         method: str,
-        path: str,  # FastAPI's spelling: `{path:path}` takes the rest of the URL, slashes included
+        path: str,  # Starlette's spelling: `{path:path}` takes the rest of the URL, slashes included
         tag: str,
         summary: str,
         response: str,  # a model of `api.responses` (or `api.verification`), `list[...]`, or a media type

@@ -87,8 +87,7 @@ class _In(BaseModel):
 
 def build_all() -> None:
     """Build every request model now, and for good: a client builds only the one it sends
-    (`defer_build`); a server validates them all, and FastAPI's field around a body model
-    builds it late, and warns, if the model still defers."""
+    (`defer_build`); a server validates them all: built at start, not at a first request."""
     for model in _In.__subclasses__():
         model.model_config["defer_build"] = False
         model.model_rebuild(force=True)

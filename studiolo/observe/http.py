@@ -115,24 +115,28 @@ class Observed:
 
 
 class Templates:
-    """A request's route template, once the app answered it: what the router matched
-    (`scope["route"]`, FastAPI's routes), what a fast lane named (`ROUTE_KEY`), the path of
-    the plain Starlette route whose endpoint ran (the OpenAPI document, the git projection:
-    found by endpoint among `routes`, never by scanning), the mount it went to, else
+    """A request's route template, once the app answered it: what the one path named
+    (`ROUTE_KEY`), the route a mounted app's router matched (`scope["route"]`, its
+    `path_format`), the path of the app's own route whose endpoint ran (found by endpoint
+    among `routes`, never by scanning; as written, `{rest:path}`), the mount it went to, else
     `unmatched`."""
 
     def __init__(self, routes: Sequence[BaseRoute] = ()) -> None:
         self._routes = routes
         self._seen = -1  # how many routes `_paths` was built from (mounts are added later)
         self._paths: dict[Any, str] = {}
+        self._own: set[int] = set()  # the app's own routes (its router sets `scope["route"]` too)
 
     def __call__(self, scope: Scope) -> str:
         named = scope.get(ROUTE_KEY)
         if isinstance(named, str):
             return named
-        path = getattr(scope.get("route"), "path_format", None)
-        if isinstance(path, str):
-            return path
+        self._refresh()
+        route = scope.get("route")
+        if route is not None and id(route) not in self._own:
+            path = getattr(route, "path_format", None)
+            if isinstance(path, str):
+                return path
         endpoint = scope.get("endpoint")
         if endpoint is not None:
             found = self._path_of(endpoint)
@@ -143,10 +147,13 @@ class Templates:
             return mounted + "/…"
         return "unmatched"
 
-    def _path_of(self, endpoint: Any) -> str | None:
+    def _refresh(self) -> None:
         if len(self._routes) != self._seen:
             self._paths = {r.endpoint: r.path for r in self._routes if isinstance(r, Route)}
+            self._own = {id(r) for r in self._routes}
             self._seen = len(self._routes)
+
+    def _path_of(self, endpoint: Any) -> str | None:
         try:
             return self._paths.get(endpoint)
         except TypeError:  # an unhashable endpoint

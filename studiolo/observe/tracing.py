@@ -1,7 +1,7 @@
 """OpenTelemetry traces (off by default; `STUDIOLO_TRACING=1`): a span per HTTP request and,
 inside it, a span per door operation a face calls.
 
-Only the OpenTelemetry *API* is imported (FastAPI and MCP already depend on it); spans go
+Only the OpenTelemetry *API* is imported (MCP already depends on it); spans go
 wherever the tracer provider sends them: the global one (set up by the SDK, for example
 `opentelemetry-instrument studiolo serve` with the `OTEL_*` variables; the `otel` extra
 installs the SDK), or one passed to `create_app` (the tests' in-memory exporter). With

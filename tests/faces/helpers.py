@@ -12,7 +12,7 @@ from typing import Any
 import anyio.from_thread
 import httpx
 from anyio.from_thread import BlockingPortal
-from fastapi import FastAPI
+from starlette.applications import Starlette
 
 from studiolo.api import responses as s
 from studiolo.client import Client, Completed
@@ -26,7 +26,7 @@ NAMES = ("admin", "agent", "agent2", "human", "verifier")
 class PortalTransport(httpx.BaseTransport):
     """A blocking httpx transport into an ASGI app, through an anyio portal (like TestClient)."""
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: Starlette) -> None:
         self._asgi = httpx.ASGITransport(app=app)
         self._stack = ExitStack()
         self._portal: BlockingPortal = self._stack.enter_context(anyio.from_thread.start_blocking_portal())

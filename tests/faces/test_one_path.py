@@ -1,7 +1,7 @@
 """The one path (`faces/http/path.py`) answers every operation of the table exactly as the
 FastAPI route registered for it would: the same status, headers that matter and body, for
-well-formed and hostile requests. Each request goes to the app and to one without the path
-(FastAPI serves its routes there), over the same ledger at the same (manual) clock.
+well-formed and hostile requests. Each request goes to the app and to one with FastAPI's
+routes in the path's place (`oracle.py`), over the same ledger at the same (manual) clock.
 
 This file replaces the lane-versus-route tests of `hot.py` and the index-versus-scan tests of
 `dispatch.py`: the same cases, now held against the path that replaced both."""
@@ -18,24 +18,28 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
-from fastapi.routing import APIRoute, iter_route_contexts
+from fastapi.routing import APIRoute
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from studiolo.api.operations import OPERATIONS
 from studiolo.faces.http import leases
 from studiolo.faces.http.app import create_app
+from studiolo.faces.http.limits import BodyCaps
 from studiolo.faces.http.path import OperationPath
 from studiolo.settings import Settings
 from tests.faces.helpers import issue_tokens
+from tests.faces.oracle import FastAPIRoutes
 from tests.world import World
 
 
 def _apps(world: World) -> tuple[Any, Any]:
     settings = Settings(database_url=world.coord.store.url)
     fast, plain = create_app(world.coord, settings), create_app(world.coord, settings)
-    plain.user_middleware = [m for m in plain.user_middleware if m.cls is not OperationPath]
+    oracle = Middleware(FastAPIRoutes, state=plain.state, caps=BodyCaps.from_settings(settings))
+    plain.user_middleware = [oracle if m.cls is OperationPath else m for m in plain.user_middleware]
     return fast, plain
 
 
@@ -413,14 +417,14 @@ _RANDOM = re.compile(rb"[A-Za-z0-9_-]{40,}|expires=[^;]*")
 _METHODS = ("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS")
 
 
-def _paths(app: FastAPI) -> list[str]:
+def _paths(app: Starlette) -> list[str]:
     paths = {"/", "/nope", "/v1", "/v1/", "/v1/nope", "/a2a", "/a2a/", "/mcp/", "/ui", "/ui/static/app.css"}
-    for context in iter_route_contexts(app.routes):
-        path = context.path_format or context.path
+    routes = [getattr(r, "path", "") for r in app.routes] + [op.path for op in OPERATIONS.values()]
+    for path in routes:
         if not path:
             continue
         for one in (False, True):  # a `{path:path}` of one segment, then of two
-            sample = _fill(context.path or path, one)
+            sample = _fill(path, one)
             base = sample.rstrip("/") or "/"
             paths.update({sample, base, base + "/", base + "/zz", sample.upper(), "//" + sample.lstrip("/")})
     return sorted(paths)

@@ -7,7 +7,7 @@ import json
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from studiolo._exceptions import BytesDeleted, Conflict, NotAuthorized
 from studiolo.faces.cli import app

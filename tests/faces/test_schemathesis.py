@@ -11,6 +11,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import checks
+from starlette.testclient import TestClient
 
 from studiolo.faces.http.app import create_app
 from studiolo.faces.http.server import ServerThread
@@ -38,9 +39,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
 
 
 def _document() -> dict[str, Any]:
-    # Building the app opens no connection: the document needs no ledger.
+    # Building the app opens no connection: the document needs no ledger (nor the app started).
     coordinator = Coordinator(Store("sqlite://"), Settings(database_url="sqlite://"))
-    return create_app(coordinator, Settings()).openapi()
+    doc: dict[str, Any] = TestClient(create_app(coordinator, Settings())).get("/openapi.json").json()
+    return doc
 
 
 # The SSE stream never ends on its own: it is tested in test_e2e.

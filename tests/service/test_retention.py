@@ -223,7 +223,7 @@ def test_serve_sweeps_on_a_timer_as_the_service(world: World) -> None:
     """The app's lifespan starts the sweeper; its sweeps are audited with no actor."""
     import time
 
-    from fastapi.testclient import TestClient
+    from starlette.testclient import TestClient
 
     from studiolo.faces.http.app import create_app
     from studiolo.settings import Settings

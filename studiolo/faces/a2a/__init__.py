@@ -1,6 +1,6 @@
 """The A2A face (docs/a2a.md): the signed Agent Card, JSON-RPC and HTTP+JSON bindings through
 the a2a-sdk route builders, the ledger as the SDK's task store, and an executor that only
-restates the ledger. `mount_a2a` adds it to the FastAPI app."""
+restates the ledger. `mount_a2a` adds it to the HTTP face's app."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from a2a.server.routes import (
 )
 from a2a.types.a2a_pb2 import AgentCard, CancelTaskRequest, SubscribeToTaskRequest, Task, TaskState
 from a2a.utils.errors import ExtensionSupportRequiredError, TaskNotCancelableError
-from fastapi import FastAPI
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -48,7 +47,7 @@ _PRINCIPAL = "studiolo.principal"
 
 
 def mount_a2a(
-    app: FastAPI,
+    app: Starlette,
     door: Coordinator,
     base_url: str,
     *,

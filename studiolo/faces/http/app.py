@@ -1,22 +1,18 @@
-"""`create_app`: the FastAPI application over the one door."""
+"""`create_app`: the Starlette application over the one door."""
 
 from __future__ import annotations
 
 from typing import IO
 
-from fastapi import FastAPI
-from fastapi.routing import APIRoute
 from opentelemetry.trace import TracerProvider
+from starlette.applications import Starlette
 
-from studiolo import __version__
 from studiolo.faces.a2a import mount_a2a
-from studiolo.faces.http.deps import PRINCIPAL_KEY
+from studiolo.faces.http import openapi, routes  # noqa: F401 - `routes` registers the functions
 from studiolo.faces.http.feed import Feeds
 from studiolo.faces.http.limits import BodyCaps, BodyLimit, InFlightLimit, StreamSlots
-from studiolo.faces.http.openapi import openapi_document
-from studiolo.faces.http.path import OperationPath, served
+from studiolo.faces.http.path import PRINCIPAL_KEY, OperationPath, SlashRedirect, served
 from studiolo.faces.http.problems import install_handlers
-from studiolo.faces.http.routes import ROUTERS
 from studiolo.faces.mcp.mount import mount_mcp
 from studiolo.faces.web import install_web
 from studiolo.git.http import mount_git
@@ -38,12 +34,12 @@ def create_app(
     event_poll_seconds: float = 0.5,
     tracer_provider: TracerProvider | None = None,
     log_stream: IO[str] | None = None,
-) -> FastAPI:
-    """The HTTP face: the operation table's routes, served by `OperationPath` (one worker call
-    each); the FastAPI app renders their OpenAPI document and serves the mounted faces.
+) -> Starlette:
+    """The HTTP face: the operation table's functions, served by `OperationPath` (one worker
+    call each); the app serves their OpenAPI document, the dashboard and the mounted faces.
     Tracing (`settings.tracing`, or a `tracer_provider` given): the faces that answer requests
     get the door behind spans; the background loops (feeds, git, requester) the door itself."""
-    app = FastAPI(title="Studiolo", version=__version__, docs_url="/docs", redoc_url=None)
+    app = Starlette(routes=list(openapi.ROUTES))
     tracer = tracer_of(tracer_provider) if settings.tracing or tracer_provider is not None else None
     background, coordinator = coordinator, traced(coordinator, tracer)
     app.state.coordinator = coordinator
@@ -52,8 +48,6 @@ def create_app(
     app.state.event_poll_seconds = event_poll_seconds
     app.state.stream_slots = StreamSlots(settings.max_streams_per_principal)
     app.state.feeds = Feeds(background, event_poll_seconds)  # one reader for the followed projects
-    for router in ROUTERS:
-        app.include_router(router)
     install_web(app)  # the dashboard, under /ui
     public = settings.public_url or f"http://{settings.host}:{settings.port}"
     mount_a2a(app, coordinator, public, poll_seconds=event_poll_seconds)  # the A2A face, under /a2a
@@ -63,18 +57,12 @@ def create_app(
         mount_requester(app, background, settings)  # delegations to remote A2A agents
     mount_sweeper(app, background, settings.retention_sweep_seconds)  # expired evidence, on a timer
     install_handlers(app)
-    app.openapi = openapi_document  # type: ignore[method-assign]
+    ops = served(settings)
+    app.router.default = SlashRedirect(ops, app.router.default)  # `/v1/me/` → `/v1/me`
     # outermost last: observed (ids, metrics, logs) → requests in flight → the operations' one
-    # path; what it does not serve (mounts, 404s) → the body's size → FastAPI
+    # path; what it does not serve (mounts, 404s) → the body's size → the app's routes
     app.add_middleware(BodyLimit, caps=BodyCaps.from_settings(settings))
-    routes = (r for router in ROUTERS for r in router.routes if isinstance(r, APIRoute))
-    app.add_middleware(
-        OperationPath,
-        door=coordinator,
-        metrics=app.state.metrics,
-        settings=settings,
-        ops=served(routes, settings),
-    )
+    app.add_middleware(OperationPath, door=coordinator, metrics=app.state.metrics, settings=settings, ops=ops)
     app.add_middleware(
         InFlightLimit,
         max_requests=settings.max_in_flight_requests,

@@ -1,22 +1,28 @@
 """The OpenAPI document, generated from the operation table (`api/operations.py`): each row's
 method, path, summary, tag, request, response, status, auth and errors; the query and header
 parameters are those the row's function declares (the models `faces/http/path.py` validates
-them with). Every error response is the one problem+json shape."""
+them with). Every error response is the one problem+json shape.
+
+`ROUTES` serve it at `/openapi.json`, with the interactive Swagger UI page at `/docs`."""
 
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse
+from starlette.routing import Route
 
 from studiolo import __version__
 from studiolo.api.operations import OPERATIONS, Operation
 from studiolo.faces.http.operation import parameters
 from studiolo.faces.http.problems import PROBLEM_MEDIA_TYPE, Problem
 
-__all__ = ["openapi_document"]
+__all__ = ["ROUTES", "openapi_document"]
 
 _ERRORS = {
     "400": "invalid request (`invalid_request`, `invalid_path`, `blob_missing`, ...)",
@@ -162,3 +168,35 @@ def _problem(text: str, ref: dict[str, str]) -> dict[str, Any]:
 
 def _title(name: str) -> str:
     return name.replace("_", " ").title()
+
+
+_SWAGGER = Path(__file__).resolve().parent / "swagger"
+
+
+async def _document(request: Request) -> JSONResponse:
+    """The document; behind a `root_path`, with that path as its first server."""
+    root, doc = request.scope.get("root_path", "").rstrip("/"), openapi_document()
+    if root and root not in {server.get("url") for server in doc.get("servers", [])}:
+        doc = {**doc, "servers": [{"url": root}, *doc.get("servers", [])]}
+    return JSONResponse(doc)
+
+
+async def _swagger_ui(request: Request) -> HTMLResponse:
+    root = request.scope.get("root_path", "").rstrip("/")
+    return HTMLResponse(_page("docs.html").replace("{root}", root))
+
+
+async def _oauth2_redirect(_request: Request) -> HTMLResponse:
+    return HTMLResponse(_page("oauth2-redirect.html"))
+
+
+@functools.cache
+def _page(name: str) -> str:
+    return (_SWAGGER / name).read_text(encoding="utf-8")
+
+
+ROUTES = [
+    Route("/openapi.json", _document, include_in_schema=False),
+    Route("/docs", _swagger_ui, include_in_schema=False),
+    Route("/docs/oauth2-redirect", _oauth2_redirect, include_in_schema=False),
+]

@@ -16,7 +16,9 @@ together in one transaction.
 An `async def` function (a raw body, a stream, a remote call on the event loop) is awaited
 on the event loop instead, handed the request (its body already read) and the token. A path
 of the table asked with another method is answered 405 here. What is not the table's (the
-mounted faces, a 404, a slash to redirect) goes on to the app.
+mounted faces, a 404, a slash to redirect) goes on to the app, whose router ends with
+`SlashRedirect`: a path of the table asked with a slash added or taken off is redirected to
+it, as the router redirects to its own routes.
 """
 
 from __future__ import annotations
@@ -25,16 +27,16 @@ import email.message
 import inspect
 import json
 import re
-import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import URL
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studiolo._exceptions import InvalidRequest, PayloadTooLarge, StudioloError, Unauthenticated
@@ -42,16 +44,18 @@ from studiolo.api.operations import OPERATIONS, Operation
 from studiolo.api.requests import invalid_request
 from studiolo.core.model import Principal
 from studiolo.faces.bearer import bearer_token
-from studiolo.faces.http.deps import PRINCIPAL_KEY
 from studiolo.faces.http.leases import LeaseLane
-from studiolo.faces.http.operation import parameters
+from studiolo.faces.http.operation import FUNCTIONS, parameters
 from studiolo.faces.http.problems import error_response, problem_response, unexpected_response
+from studiolo.faces.query import parse_query
 from studiolo.observe.http import ROUTE_KEY
 from studiolo.observe.metrics import Metrics
 from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
-__all__ = ["OperationPath", "served"]
+__all__ = ["PRINCIPAL_KEY", "OperationPath", "SlashRedirect", "served"]
+
+PRINCIPAL_KEY = "studiolo_principal"  # where the caller is left (for the request's log line)
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ class _Served:
     """An operation this path answers: its row, its function, and how to call it."""
 
     op: Operation
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str]  # Starlette's, matched as its router matches (`match`, `$`)
     call: Callable[..., Any]
     names: frozenset[str]  # the function's parameters
     body: type[BaseModel] | None
@@ -83,35 +87,27 @@ class _Asked:
     query: bytes
 
 
-def served(routes: Iterable[APIRoute], settings: Settings) -> list[_Served]:
-    """The table's operations, in the order of the app's routes (the first path that matches
-    names the methods of a 405)."""
+def served(settings: Settings) -> list[_Served]:
+    """The table's operations, in its order (the first path that matches names the methods
+    of a 405), each with its registered function."""
     found = []
-    for route in routes:
-        op = OPERATIONS.get(route.operation_id or "")
-        if op is None:
-            continue
-        names = frozenset(inspect.signature(route.endpoint).parameters)
+    for op in OPERATIONS.values():
+        call = FUNCTIONS[op.name]
         found.append(
             _Served(
                 op,
-                _regex(op),
-                route.endpoint,
-                names,
+                compile_path(op.path)[0],
+                call,
+                frozenset(inspect.signature(call).parameters),
                 op.request_model(),
                 *parameters(op.name),
-                inspect.iscoroutinefunction(route.endpoint),
+                inspect.iscoroutinefunction(call),
                 None if op.response_model() is None else TypeAdapter(op.response_model()),
                 op.response_model(),
                 int(min(getattr(settings, op.cap), settings.max_request_bytes)),
             )
         )
     return found
-
-
-def _regex(op: Operation) -> re.Pattern[str]:
-    pattern = re.sub(r"\{(\w+):path\}", r"(?P<\1>.*)", op.path)
-    return re.compile(re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern))
 
 
 def _key(method: str, path: str) -> tuple[str, int, str]:
@@ -137,8 +133,9 @@ class OperationPath:
                 self._index.setdefault(_key(one.op.method, one.op.template), []).append(one)
 
     def _find(self, method: str, path: str) -> tuple[_Served, dict[str, str]] | None:
-        for one in (*self._index.get(_key(method, path), ()), *self._rest):
-            found = one.pattern.fullmatch(path) if one.op.method == method else None
+        key = _key(method, path.removesuffix("\n"))  # a pattern's `$` matches before a last newline
+        for one in (*self._index.get(key, ()), *self._rest):
+            found = one.pattern.match(path) if one.op.method == method else None
             if found is not None:
                 return one, found.groupdict()
         return None
@@ -165,7 +162,7 @@ class OperationPath:
 
     async def _not_found(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         """405 for a path of the table asked with another method; anything else: the app's."""
-        other = next((one for one in self._all if one.pattern.fullmatch(path)), None)
+        other = next((one for one in self._all if one.pattern.match(path)), None)
         if other is None:
             await self.app(scope, receive, send)
             return
@@ -219,7 +216,7 @@ class OperationPath:
         if one.body is not None:
             kwargs["body"] = _parse_body(one, asked.headers, asked.body)
         if one.query is not None:
-            kwargs.update(_parse_query(one.query, asked.query))
+            kwargs.update(parse_query(one.query, asked.query))
         if one.header is not None:
             kwargs.update(_parse_headers(one.header, asked.headers))
         injected = {
@@ -235,6 +232,23 @@ class OperationPath:
         return kwargs
 
 
+class SlashRedirect:
+    """The router's last resort: a path of the table with a slash added or taken off is
+    redirected (307) to it, as Starlette's router redirects to its own routes; else `default`."""
+
+    def __init__(self, ops: Sequence[_Served], default: ASGIApp) -> None:
+        self.patterns, self.default = [one.pattern for one in ops], default
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = _route_path(scope) if scope["type"] == "http" else "/"
+        if path != "/":
+            other = dict(scope, path=scope["path"].rstrip("/") if path.endswith("/") else scope["path"] + "/")
+            if any(pattern.match(_route_path(other)) for pattern in self.patterns):
+                await RedirectResponse(str(URL(scope=other)))(scope, receive, send)
+                return
+        await self.default(scope, receive, send)
+
+
 def _replay(body: bytes) -> Receive:
     """The request's body for a function that reads it from the request (already read here)."""
     messages = [{"type": "http.request", "body": body, "more_body": False}]
@@ -246,7 +260,7 @@ def _replay(body: bytes) -> Receive:
 
 
 def _given() -> Response:
-    """What a route may set (FastAPI's `Response` parameter): a status (a replay's 200), headers."""
+    """What a route may set (its `response` parameter): a status (a replay's 200), headers."""
     given = Response()
     given.status_code = None  # type: ignore[assignment]
     del given.headers["content-length"]
@@ -269,7 +283,7 @@ def _render(one: _Served, value: Any, given: Response | None) -> Response:
 
 
 def _parse_body(one: _Served, headers: dict[bytes, bytes], body: bytes) -> BaseModel | None:
-    """The body as FastAPI reads a route's body: JSON when the content type says so, else the
+    """The body as FastAPI read a route's body: JSON when the content type says so, else the
     bytes themselves (which no model accepts); empty: absent."""
     assert one.body is not None
     if not body:
@@ -278,24 +292,24 @@ def _parse_body(one: _Served, headers: dict[bytes, bytes], body: bytes) -> BaseM
         raise _invalid([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
     value: Any = body
     content_type = headers.get(b"content-type", b"").decode("latin-1")
-    if content_type and _is_json(content_type):  # FastAPI's strict content type: none is not JSON
+    if content_type and _is_json(content_type):  # a strict content type: none is not JSON
         try:
             value = json.loads(body)
         except json.JSONDecodeError as exc:
             error = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error"}
             raise _invalid([error]) from None
-        except ValueError:  # not UTF-8 (nor -16 or -32): FastAPI's plain 400
+        except ValueError:  # not UTF-8 (nor -16 or -32): a plain 400
             raise InvalidRequest("There was an error parsing the body") from None
     if value is None and one.op.body == "optional":
         return None
     try:
-        return one.body.model_validate(value, from_attributes=True)  # as FastAPI validates a body
+        return one.body.model_validate(value, from_attributes=True)  # as FastAPI validated a body
     except ValidationError as exc:
         raise _invalid([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
 
 
 def _is_json(content_type: str) -> bool:
-    """FastAPI's test: `application/json` or `application/*+json`, parameters aside."""
+    """FastAPI's test (kept): `application/json` or `application/*+json`, parameters aside."""
     if content_type == "application/json":
         return True
     message = email.message.Message()
@@ -304,15 +318,6 @@ def _is_json(content_type: str) -> bool:
     return message.get_content_maintype() == "application" and (
         subtype == "json" or subtype.endswith("+json")
     )
-
-
-def _parse_query(model: type[BaseModel], raw: bytes) -> dict[str, Any]:
-    given = dict(urllib.parse.parse_qsl(raw.decode("latin-1"), keep_blank_values=True))
-    try:
-        parsed = model.model_validate({k: v for k, v in given.items() if k in model.model_fields})
-    except ValidationError as exc:
-        raise _invalid([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
-    return dict(parsed)
 
 
 def _parse_headers(model: type[BaseModel], headers: dict[bytes, bytes]) -> dict[str, Any]:

@@ -7,16 +7,14 @@ from collections.abc import Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse
 
 from studiolo._exceptions import CompletionRejected, StudioloError
 from studiolo.api.refusals import RefusalDetailOut
-from studiolo.api.requests import invalid_request
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
@@ -75,7 +73,7 @@ def problem_response(
 
 
 def error_response(exc: StudioloError) -> JSONResponse:
-    """The answer to an error of the door (the app's handler, and the hot routes')."""
+    """The answer to an error of the door (the app's handler, and the one path's)."""
     title = "Completion rejected" if isinstance(exc, CompletionRejected) else None
     headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
     return problem_response(
@@ -93,14 +91,8 @@ async def _studiolo_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc)
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    found = invalid_request(exc.errors())
-    return problem_response(found.status, found.reason, found.detail)
-
-
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
+    assert isinstance(exc, HTTPException)
     reason = _HTTP_REASONS.get(exc.status_code, "invalid_request")
     return problem_response(exc.status_code, reason, str(exc.detail), headers=exc.headers)
 
@@ -114,9 +106,8 @@ async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
     return unexpected_response(exc)
 
 
-def install_handlers(app: FastAPI) -> None:
+def install_handlers(app: Starlette) -> None:
     app.add_exception_handler(StudioloError, _studiolo_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(ClientDisconnect, _gone)
     app.add_exception_handler(Exception, _unexpected)

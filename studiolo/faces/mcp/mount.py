@@ -1,4 +1,4 @@
-"""The MCP face over streamable HTTP, mounted at `/mcp` in the service's FastAPI app.
+"""The MCP face over streamable HTTP, mounted at `/mcp` in the service's app.
 
 Authentication is the SDK's (`TokenVerifier` + `AuthSettings`) over our bearer tokens: the
 verifier asks the door who a token is, a request without a valid token gets 401, and each
@@ -20,13 +20,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio.to_thread
-from fastapi import FastAPI
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl, Field
+from starlette.applications import Starlette
 from starlette.routing import Route
 
 from studiolo._exceptions import Unauthenticated
@@ -69,7 +69,7 @@ class DoorTokenVerifier:
         )
 
 
-def mount_mcp(app: FastAPI, door: Coordinator, settings: Settings) -> None:
+def mount_mcp(app: Starlette, door: Coordinator, settings: Settings) -> None:
     """Serve the MCP tools at `/mcp`, and run the SDK's session manager in `app`'s lifespan."""
     server = build_server(
         lambda ctx: _port(door, ctx),

@@ -1,17 +1,19 @@
 """The web face: a server-rendered dashboard over the one door, under /ui.
 
-`install_web(app)` mounts it on the HTTP face's FastAPI app: the pages, the forms, the
-static files, and `GET /` → `/ui/`."""
+`install_web(app)` mounts it on the HTTP face's app: the pages, the forms, the static
+files, and `GET /` → `/ui/`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI, Response
-from fastapi.staticfiles import StaticFiles
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
 
 from studiolo.faces.web import actions, activity, listing, pages
 from studiolo.faces.web.chain import ChainCache
+from studiolo.faces.web.routing import WebRoute
 from studiolo.faces.web.session import Sessions
 from studiolo.faces.web.templating import make_environment
 
@@ -21,17 +23,15 @@ _STATIC = Path(__file__).resolve().parent / "static"
 _ICON = (_STATIC / "favicon.ico").read_bytes()
 
 
-def install_web(app: FastAPI, sessions: Sessions | None = None) -> None:
+def install_web(app: Starlette, sessions: Sessions | None = None) -> None:
     app.state.web_sessions = sessions or Sessions()
     app.state.web_templates = make_environment()
     app.state.web_chain = ChainCache()
     app.state.web_rows = listing.RowsCache()
-    app.include_router(pages.router)
-    app.include_router(listing.router)
-    app.include_router(activity.router)
-    app.include_router(actions.router)
-    app.add_api_route("/", pages.home, methods=["GET"], include_in_schema=False)
-    app.add_api_route("/favicon.ico", _favicon, methods=["GET"], include_in_schema=False)
+    for module in (pages, listing, activity, actions):
+        app.router.routes.extend(module.router.routes)
+    app.router.routes.append(WebRoute("/", "GET", pages.home))
+    app.router.routes.append(WebRoute("/favicon.ico", "GET", _favicon))
     app.mount("/ui/static", StaticFiles(directory=_STATIC), name="web-static")
 
 

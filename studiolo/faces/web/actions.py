@@ -6,27 +6,29 @@ from __future__ import annotations
 import secrets
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import RedirectResponse
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
 
 from studiolo._exceptions import InvalidRequest, Unauthenticated
-from studiolo.faces.web.errors import WebRoute, safe_next
+from studiolo.core.model import Principal
+from studiolo.faces.web.errors import safe_next
+from studiolo.faces.web.routing import WebRouter
 from studiolo.faces.web.session import (
     SESSION_COOKIE,
     SIGNIN_COOKIE,
+    Session,
     Sessions,
-    WebCaller,
-    WebDoor,
-    WebSession,
     check_csrf,
     form_of,
     set_cookie,
 )
 from studiolo.faces.web.templating import render
+from studiolo.service import Coordinator
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
+router = WebRouter("/ui")
 
 
 def _sessions(request: Request) -> Sessions:
@@ -39,7 +41,7 @@ def _back(url: str) -> RedirectResponse:
 
 
 @router.get("/sign-in")
-def sign_in_page(request: Request, next: Annotated[str, Query(max_length=2000)] = "/ui/") -> Response:
+def sign_in_page(request: Request, next: Annotated[str, Field(max_length=2000)] = "/ui/") -> Response:
     nonce = secrets.token_urlsafe(32)
     response = render(request, "sign_in.html", csrf=nonce, me=None, failed=False, next=safe_next(next))
     set_cookie(request, response, SIGNIN_COOKIE, nonce, max_age=3600)
@@ -47,7 +49,7 @@ def sign_in_page(request: Request, next: Annotated[str, Query(max_length=2000)] 
 
 
 @router.post("/sign-in")
-async def sign_in(request: Request, door: WebDoor) -> Response:
+async def sign_in(request: Request, door: Coordinator) -> Response:
     form = await form_of(request)
     check_csrf(request.cookies.get(SIGNIN_COOKIE), form)
     try:
@@ -63,7 +65,7 @@ async def sign_in(request: Request, door: WebDoor) -> Response:
 
 
 @router.post("/sign-out")
-async def sign_out(request: Request, session: WebSession) -> Response:
+async def sign_out(request: Request, session: Session) -> Response:
     check_csrf(session.csrf, await form_of(request))
     _sessions(request).close(session.id)
     response = _back("/ui/sign-in")
@@ -71,7 +73,7 @@ async def sign_out(request: Request, session: WebSession) -> Response:
     return response
 
 
-async def _checked_form(request: Request, session: WebSession) -> dict[str, str]:
+async def _checked_form(request: Request, session: Session) -> dict[str, str]:
     form = await form_of(request)
     check_csrf(session.csrf, form)
     return form
@@ -79,7 +81,7 @@ async def _checked_form(request: Request, session: WebSession) -> dict[str, str]
 
 @router.post("/grants/{grant_id}/revoke")
 async def revoke_grant(
-    request: Request, grant_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, grant_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     await _checked_form(request, session)
     g = door.revoke_grant(caller, grant_id)
@@ -88,7 +90,7 @@ async def revoke_grant(
 
 @router.post("/tasks/{task_id}/cancel")
 async def cancel_task(
-    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, task_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     form = await _checked_form(request, session)
     door.cancel_task(caller, task_id, form.get("reason", "")[:1000])
@@ -97,7 +99,7 @@ async def cancel_task(
 
 @router.post("/tasks/{task_id}/reassign")
 async def reassign(
-    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, task_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     form = await _checked_form(request, session)
     door.reassign(caller, task_id, form.get("principal_id", ""))
@@ -106,7 +108,7 @@ async def reassign(
 
 @router.post("/tasks/{task_id}/migrate")
 async def migrate(
-    request: Request, task_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, task_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     form = await _checked_form(request, session)
     door.migrate_task(
@@ -121,7 +123,7 @@ async def migrate(
 
 @router.post("/delegations/{delegation_id}/review")
 async def review_delegation(
-    request: Request, delegation_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, delegation_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     form = await _checked_form(request, session)
     d = door.review_remote(caller, delegation_id, form.get("decision", ""), form.get("note", "")[:2000])
@@ -130,7 +132,7 @@ async def review_delegation(
 
 @router.post("/projects/{project_id}/policies")
 async def publish_policy(
-    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, project_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     form = await _checked_form(request, session)
     door.publish_policy(caller, project_id, form.get("text", ""))

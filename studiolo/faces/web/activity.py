@@ -7,21 +7,24 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import Response
 
-from studiolo.core.model import Event
-from studiolo.faces.web.errors import WebRoute
+from studiolo.core.model import Event, Principal
 from studiolo.faces.web.pages import names_of
-from studiolo.faces.web.session import WebCaller, WebDoor, WebSession
+from studiolo.faces.web.routing import WebRouter
+from studiolo.faces.web.session import Session
 from studiolo.faces.web.templating import HEADERS, render
+from studiolo.service import Coordinator
 
 __all__ = ["EVENTS_PAGE", "router"]
 
-router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
+router = WebRouter("/ui")
 EVENTS_PAGE = 50
-After = Annotated[int, Query(ge=0, le=2**53)]
-Before = Annotated[int | None, Query(ge=1, le=2**53)]
-Kind = Annotated[str, Query(max_length=60)]
+After = Annotated[int, Field(ge=0, le=2**53)]
+Before = Annotated[int | None, Field(ge=1, le=2**53)]
+Kind = Annotated[str, Field(max_length=60)]
 
 
 def _shown(events: list[Event]) -> list[tuple[Event, str]]:
@@ -35,9 +38,9 @@ def _shown(events: list[Event]) -> list[tuple[Event, str]]:
 def activity(
     request: Request,
     project_id: str,
-    session: WebSession,
-    caller: WebCaller,
-    door: WebDoor,
+    session: Session,
+    caller: Principal,
+    door: Coordinator,
     kind: Kind = "",
     before: Before = None,
 ) -> Response:
@@ -62,9 +65,9 @@ def activity(
 def activity_live(
     request: Request,
     project_id: str,
-    session: WebSession,
-    caller: WebCaller,
-    door: WebDoor,
+    session: Session,
+    caller: Principal,
+    door: Coordinator,
     after: After = 0,
     kind: Kind = "",
 ) -> Response:
@@ -88,7 +91,7 @@ def activity_live(
 
 @router.get("/projects/{project_id}/chain")
 def chain(
-    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, project_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     report = request.app.state.web_chain.status(door, caller, project_id)
     ctx = {"me": caller, "csrf": session.csrf, "project_id": project_id, "report": report}

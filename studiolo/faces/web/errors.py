@@ -3,40 +3,16 @@ reason; without a (live) session, back to the sign-in page."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import Request, Response
-from fastapi.responses import RedirectResponse
-from fastapi.routing import APIRoute
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
 
-from studiolo._exceptions import StudioloError, Unauthenticated
 from studiolo.faces.web.session import SESSION_COOKIE
-from studiolo.faces.web.templating import render
 
-__all__ = ["FRAGMENT_HEADER", "WebRoute", "safe_next", "sign_in_url"]
+__all__ = ["FRAGMENT_HEADER", "safe_next", "sign_in_url", "to_sign_in"]
 
 FRAGMENT_HEADER = "X-Studiolo-Fragment"  # set by dashboard.js: answer 401, not a redirect
-
-Handler = Callable[[Request], Coroutine[Any, Any, Response]]
-
-
-class WebRoute(APIRoute):
-    """A dashboard route: a `StudioloError` becomes a page, never JSON."""
-
-    def get_route_handler(self) -> Handler:
-        inner = super().get_route_handler()
-
-        async def handler(request: Request) -> Response:
-            try:
-                return await inner(request)
-            except Unauthenticated:
-                return _to_sign_in(request)
-            except StudioloError as exc:
-                return render(request, "error.html", exc.status, error=exc)
-
-        return handler
 
 
 def sign_in_url(request: Request) -> str:
@@ -54,7 +30,8 @@ def safe_next(value: str) -> str:
     return value[:2000]
 
 
-def _to_sign_in(request: Request) -> Response:
+def to_sign_in(request: Request) -> Response:
+    """Without a (live) session: a page goes to the sign-in page, a fragment gets a 401."""
     if request.headers.get(FRAGMENT_HEADER):
         response: Response = Response(status_code=401)
     else:

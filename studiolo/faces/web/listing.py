@@ -9,25 +9,28 @@ from dataclasses import asdict, dataclass, replace
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request, Response
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import Response
 
 from studiolo.core.facts import Fact
-from studiolo.core.model import TaskStatus
-from studiolo.faces.web.errors import WebRoute
+from studiolo.core.model import Principal, TaskStatus
 from studiolo.faces.web.pages import names_of
-from studiolo.faces.web.session import WebCaller, WebDoor, WebSession
+from studiolo.faces.web.routing import WebRouter
+from studiolo.faces.web.session import Session
 from studiolo.faces.web.templating import HEADERS, render
+from studiolo.service import Coordinator
 from studiolo.service.overview import Attention, RowsSnapshot
 
 __all__ = ["PAGE_SIZE", "ListQuery", "RowsCache", "router"]
 
-router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
+router = WebRouter("/ui")
 PAGE_SIZE = 20
-Choice = Annotated[str, Query(max_length=30)]
-Search = Annotated[str, Query(max_length=200)]
-Offset = Annotated[int, Query(ge=0, le=10**9)]
-Policy = Annotated[int | None, Query(ge=0, le=2**31)]
-After = Annotated[int, Query(ge=0, le=2**53)]
+Choice = Annotated[str, Field(max_length=30)]
+Search = Annotated[str, Field(max_length=200)]
+Offset = Annotated[int, Field(ge=0, le=10**9)]
+Policy = Annotated[int | None, Field(ge=0, le=2**31)]
+After = Annotated[int, Field(ge=0, le=2**53)]
 
 
 class RowsCache:
@@ -81,7 +84,7 @@ def _query(q: str, status: str, fact: str, attention: str, policy: int | None, o
 
 
 def _context(
-    request: Request, door: WebDoor, caller: WebCaller, session: WebSession, project_id: str, lq: ListQuery
+    request: Request, door: Coordinator, caller: Principal, session: Session, project_id: str, lq: ListQuery
 ) -> dict[str, Any]:
     cache: RowsCache = request.app.state.web_rows
     page = door.task_list_page(
@@ -115,9 +118,9 @@ def _context(
 def tasks(
     request: Request,
     project_id: str,
-    session: WebSession,
-    caller: WebCaller,
-    door: WebDoor,
+    session: Session,
+    caller: Principal,
+    door: Coordinator,
     q: Search = "",
     status: Choice = "",
     fact: Choice = "",
@@ -133,9 +136,9 @@ def tasks(
 def tasks_live(
     request: Request,
     project_id: str,
-    session: WebSession,
-    caller: WebCaller,
-    door: WebDoor,
+    session: Session,
+    caller: Principal,
+    door: Coordinator,
     after: After = 0,
     q: Search = "",
     status: Choice = "",

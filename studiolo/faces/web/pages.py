@@ -5,36 +5,38 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import RedirectResponse
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
 
 from studiolo._exceptions import NotFound
-from studiolo.faces.web.errors import WebRoute
+from studiolo.core.model import Principal
 from studiolo.faces.web.present import candidate_diffs, receipt_json
 from studiolo.faces.web.refusals import refusal
-from studiolo.faces.web.session import WebCaller, WebDoor, WebSession
+from studiolo.faces.web.routing import WebRouter
+from studiolo.faces.web.session import Session
 from studiolo.faces.web.study import chart, eval_chart, eval_rows, study_rows
 from studiolo.faces.web.templating import HEADERS, render
-from studiolo.service import TaskPage
+from studiolo.service import Coordinator, TaskPage
 from studiolo.service.overview import Attention
 
 __all__ = ["names_of", "router"]
 
-router = APIRouter(prefix="/ui", route_class=WebRoute, include_in_schema=False)
-After = Annotated[int, Query(ge=0, le=2**53)]
+router = WebRouter("/ui")
+After = Annotated[int, Field(ge=0, le=2**53)]
 
 
-def _base(session: WebSession, caller: WebCaller, **context: Any) -> dict[str, Any]:
+def _base(session: Session, caller: Principal, **context: Any) -> dict[str, Any]:
     return {"me": caller, "csrf": session.csrf, **context}
 
 
 @router.get("/")
-def projects(request: Request, session: WebSession, caller: WebCaller, door: WebDoor) -> Response:
+def projects(request: Request, session: Session, caller: Principal, door: Coordinator) -> Response:
     ctx = _base(session, caller, summaries=door.project_summaries(caller))
     return render(request, "projects.html", **ctx)
 
 
-def _task_context(door: WebDoor, caller: WebCaller, page: TaskPage) -> dict[str, Any]:
+def _task_context(door: Coordinator, caller: Principal, page: TaskPage) -> dict[str, Any]:
     v = page.view
     names = names_of(door, caller, v.task.project_id)
     refused = [refusal(e, names) for e in reversed(v.rejections)]  # the latest first
@@ -61,7 +63,7 @@ def _lease_key(page: TaskPage) -> str:
 
 
 @router.get("/tasks/{task_id}")
-def task(request: Request, task_id: str, session: WebSession, caller: WebCaller, door: WebDoor) -> Response:
+def task(request: Request, task_id: str, session: Session, caller: Principal, door: Coordinator) -> Response:
     ctx = _base(session, caller, **_task_context(door, caller, door.task_page(caller, task_id)))
     ctx["principals"] = _principals_or_none(door, caller, ctx["project_id"])
     ctx["admin"] = door.may_administer(caller, ctx["project_id"])
@@ -72,11 +74,11 @@ def task(request: Request, task_id: str, session: WebSession, caller: WebCaller,
 def task_live(
     request: Request,
     task_id: str,
-    session: WebSession,
-    caller: WebCaller,
-    door: WebDoor,
+    session: Session,
+    caller: Principal,
+    door: Coordinator,
     after: After = 0,
-    lease: Annotated[str, Query(max_length=2000)] = "",
+    lease: Annotated[str, Field(max_length=2000)] = "",
 ) -> Response:
     """The live part of the task page, or 204 if nothing happened since event `after` and
     the live leases are still `lease` (the page's `lease_key`)."""
@@ -87,21 +89,21 @@ def task_live(
     return render(request, "_task_live.html", **ctx)
 
 
-def _principals_or_none(door: WebDoor, caller: WebCaller, project_id: str) -> list[Any]:
+def _principals_or_none(door: Coordinator, caller: Principal, project_id: str) -> list[Any]:
     try:
         return list(door.principals(caller, project_id))
     except NotFound:
         return []
 
 
-def names_of(door: WebDoor, caller: WebCaller, project_id: str) -> dict[str, str]:
+def names_of(door: Coordinator, caller: Principal, project_id: str) -> dict[str, str]:
     """Principal id → name, for the project's principals and the caller."""
     return {caller.id: caller.name} | {p.id: p.name for p in _principals_or_none(door, caller, project_id)}
 
 
 @router.get("/projects/{project_id}/rules")
 def rules(
-    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, project_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     ctx = _base(
         session,
@@ -119,7 +121,7 @@ def rules(
 
 @router.get("/projects/{project_id}/delegations")
 def delegations(
-    request: Request, project_id: str, session: WebSession, caller: WebCaller, door: WebDoor
+    request: Request, project_id: str, session: Session, caller: Principal, door: Coordinator
 ) -> Response:
     """Delegations to remote agents, and the review queue of indeterminate ones."""
     found = door.delegations_page(caller, project_id)
@@ -138,7 +140,7 @@ def delegations(
 
 
 @router.get("/study")
-def study(request: Request, session: WebSession, caller: WebCaller) -> Response:
+def study(request: Request, session: Session, caller: Principal) -> Response:
     rows, meta = study_rows()
     erows, emeta = eval_rows()
     ctx = _base(
@@ -155,7 +157,7 @@ def study(request: Request, session: WebSession, caller: WebCaller) -> Response:
 
 
 @router.get("/blobs/{digest}")
-def blob(digest: str, caller: WebCaller, door: WebDoor) -> Response:
+def blob(digest: str, caller: Principal, door: Coordinator) -> Response:
     """A verifier's log (or any readable blob) as plain text, never rendered as HTML."""
     data = door.get_blob(caller, digest)
     headers = {**HEADERS, "Content-Security-Policy": "sandbox; default-src 'none'"}

@@ -12,10 +12,10 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
 from urllib.parse import parse_qs
 
-from fastapi import Depends, Request, Response
+from starlette.requests import Request
+from starlette.responses import Response
 
 from studiolo._exceptions import NotAuthorized, PayloadTooLarge, Unauthenticated
 from studiolo.core.model import Principal
@@ -27,11 +27,10 @@ __all__ = [
     "SIGNIN_COOKIE",
     "Session",
     "Sessions",
-    "WebCaller",
-    "WebDoor",
-    "WebSession",
+    "caller_of",
     "check_csrf",
     "form_of",
+    "session_of",
     "set_cookie",
 ]
 
@@ -125,30 +124,22 @@ def _sessions(request: Request) -> Sessions:
     return sessions
 
 
-def _session(request: Request) -> Session:
+def session_of(request: Request) -> Session:
+    """The request's live session (none: `Unauthenticated`)."""
     session = _sessions(request).get(request.cookies.get(SESSION_COOKIE))
     if session is None:
         raise Unauthenticated("sign in first")
     return session
 
 
-def _caller(request: Request, session: Annotated[Session, Depends(_session)]) -> Principal:
+def caller_of(request: Request, session: Session) -> Principal:
+    """The session's principal, its token authenticated again (revoked: the session ends too)."""
     door: Coordinator = request.app.state.coordinator
     try:
         return door.authenticate(session.token)
     except Unauthenticated:
         _sessions(request).close(session.id)  # the token was revoked: end the session too
         raise
-
-
-def _coordinator(request: Request) -> Coordinator:
-    door: Coordinator = request.app.state.coordinator
-    return door
-
-
-WebSession = Annotated[Session, Depends(_session)]
-WebCaller = Annotated[Principal, Depends(_caller)]
-WebDoor = Annotated[Coordinator, Depends(_coordinator)]  # the app's one `Coordinator`
 
 
 async def form_of(request: Request) -> dict[str, str]:

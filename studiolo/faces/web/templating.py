@@ -7,10 +7,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from fastapi import Request
-from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
 
 __all__ = ["HEADERS", "make_environment", "neutral", "render"]
 

@@ -4,7 +4,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from studiolo.faces.http.app import create_app
 from studiolo.settings import Settings

@@ -4,8 +4,8 @@ the events appended since the last verified head — and still authorized on eve
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import update
+from starlette.testclient import TestClient
 
 from studiolo._exceptions import NotFound
 from studiolo.faces.http.app import create_app

@@ -3,7 +3,7 @@ operator's decision through the page's form (CSRF-checked, audited like the API'
 
 from __future__ import annotations
 
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from studiolo.core.quiescence import TaskState
 from studiolo.core.remote import RemoteFile, RemoteResult, RemoteState

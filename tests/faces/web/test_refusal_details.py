@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi.testclient import TestClient
 from jinja2 import Environment
+from starlette.testclient import TestClient
 
 from studiolo.core.model import Event
 from studiolo.faces.web.errors import safe_next

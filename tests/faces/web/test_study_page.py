@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from studiolo.faces.web.study import eval_chart, eval_rows
 from tests.faces.web.conftest import sign_in

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
+from starlette.testclient import TestClient
 
 from studiolo._exceptions import CompletionRejected
 from studiolo.core.reasons import Reason

@@ -1,10 +1,11 @@
-"""Routers split by concept. Each route: parse → call the Coordinator → render."""
+"""The operations' functions, split by concept, each registered under its row's name
+(`operation`). Each: parse → call the Coordinator → render."""
 
 from studiolo.api import requests
 
-requests.build_all()  # before any route declares a body (see `build_all`)
+requests.build_all()  # before any function declares a body (see `build_all`)
 
-from studiolo.faces.http.routes import (  # noqa: E402
+from studiolo.faces.http.routes import (  # noqa: E402, F401 - imported to register their functions
     admin,
     completion,
     content,
@@ -15,19 +16,4 @@ from studiolo.faces.http.routes import (  # noqa: E402
     remote,
     retention,
     work,
-)
-
-__all__ = ["ROUTERS"]
-
-ROUTERS = (
-    ops.router,
-    admin.router,
-    work.router,
-    content.router,
-    evidence.router,
-    completion.router,
-    events.router,
-    remote.router,
-    retention.router,
-    git.router,
 )

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, Response
+from starlette.responses import Response
 
 from studiolo._exceptions import CompletionRejected
 from studiolo.api import responses as s
 from studiolo.api.requests import CompleteIn
-from studiolo.faces.http.deps import Caller, Door, MetricsDep
+from studiolo.core.model import Principal
 from studiolo.faces.http.operation import operation
-from studiolo.service import make_request
+from studiolo.observe.metrics import Metrics
+from studiolo.service import Coordinator, make_request
 
-__all__ = ["router"]
-
-router = APIRouter()
+__all__: list[str] = []  # the functions are registered by name (`operation`)
 
 
-@operation(router, "send_completion")
+@operation("send_completion")
 def complete(
-    task_id: str, body: CompleteIn, response: Response, caller: Caller, door: Door, metrics: MetricsDep
+    task_id: str, body: CompleteIn, response: Response, caller: Principal, door: Coordinator, metrics: Metrics
 ) -> s.CompletionOut:
     request = make_request(task_id=task_id, **body.model_dump())
     start = time.perf_counter()

@@ -7,51 +7,49 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import Response, StreamingResponse
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from studiolo._exceptions import StudioloError
 from studiolo.api import responses as s
-from studiolo.core.model import Event
+from studiolo.core.model import Event, Principal
 from studiolo.core.reasons import ErrorReason
-from studiolo.faces.http.deps import BearerToken, Caller, Door
 from studiolo.faces.http.feed import Feeds, ProjectFeed, sse_of
 from studiolo.faces.http.limits import StreamSlots
 from studiolo.faces.http.operation import operation
 from studiolo.faces.http.problems import problem_response
 from studiolo.service import Coordinator, EventAccess
 
-__all__ = ["router"]
+__all__: list[str] = []  # the functions are registered by name (`operation`)
 
-router = APIRouter()
-
-Seq = Annotated[int, Query(ge=0, le=2**53, description="return events with seq > after")]
+Seq = Annotated[int, Field(ge=0, le=2**53, description="return events with seq > after")]
 _KEEPALIVE_SECONDS = 15.0
 
 
-@operation(router, "events")
+@operation("events")
 def list_events(
     project_id: str,
-    caller: Caller,
-    door: Door,
+    caller: Principal,
+    door: Coordinator,
     after: Seq = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    limit: Annotated[int, Field(ge=1, le=1000)] = 200,
 ) -> list[s.EventOut]:
     return [s.EventOut.model_validate(e) for e in door.events(caller, project_id, after, limit)]
 
 
-@operation(router, "stream_events")
+@operation("stream_events")
 async def stream_events(
     project_id: str,
     request: Request,
-    caller: Caller,
-    token: BearerToken,
-    door: Door,
+    caller: Principal,
+    token: str,
+    door: Coordinator,
     after: Seq = 0,
-    timeout: Annotated[float, Query(gt=0, le=86400, description="end the stream after this many s")] = 3600,
-    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+    timeout: Annotated[float, Field(gt=0, le=86400, description="end the stream after this many s")] = 3600,
+    last_event_id: Annotated[str | None, Field(max_length=20)] = None,
 ) -> Response:
     start = max(after, int(last_event_id) if last_event_id and last_event_id.isdigit() else 0)
     access = await run_in_threadpool(door.event_access, caller, project_id)  # 404 before streaming

@@ -4,52 +4,51 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from pydantic import Field
 
 from studiolo._exceptions import InvalidRequest
 from studiolo.api import responses as s
 from studiolo.api.requests import ReceiptIn, ReuseIn
 from studiolo.api.verification import CandidateTree, VerificationItem
+from studiolo.core.model import Principal
 from studiolo.faces import render
-from studiolo.faces.http.deps import Caller, Door
 from studiolo.faces.http.operation import operation
+from studiolo.service import Coordinator
 
-__all__ = ["router"]
-
-router = APIRouter()
+__all__: list[str] = []  # the functions are registered by name (`operation`)
 
 
-@operation(router, "post_receipt")
-def post_receipt(candidate_id: str, body: ReceiptIn, caller: Caller, door: Door) -> s.ReceiptOut:
+@operation("post_receipt")
+def post_receipt(candidate_id: str, body: ReceiptIn, caller: Principal, door: Coordinator) -> s.ReceiptOut:
     return render.receipt(door.submit_receipt(caller, candidate_id, body.body, body.signature))
 
 
-@operation(router, "reuse_receipt")
-def reuse_receipt(candidate_id: str, body: ReuseIn, caller: Caller, door: Door) -> s.ReceiptOut:
+@operation("reuse_receipt")
+def reuse_receipt(candidate_id: str, body: ReuseIn, caller: Principal, door: Coordinator) -> s.ReceiptOut:
     return render.receipt(door.reuse_receipt(caller, candidate_id, body.receipt_id))
 
 
-@operation(router, "candidate_tree")
-def candidate_tree(candidate_id: str, caller: Caller, door: Door) -> CandidateTree:
+@operation("candidate_tree")
+def candidate_tree(candidate_id: str, caller: Principal, door: Coordinator) -> CandidateTree:
     return door.candidate_tree(caller, candidate_id)
 
 
-@operation(router, "receipts")
-def list_receipts(candidate_id: str, caller: Caller, door: Door) -> list[s.ReceiptOut]:
+@operation("receipts")
+def list_receipts(candidate_id: str, caller: Principal, door: Coordinator) -> list[s.ReceiptOut]:
     return [render.receipt(r) for r in door.receipt_reads(caller, candidate_id)]
 
 
-@operation(router, "receipt")
-def show_receipt(receipt_id: str, caller: Caller, door: Door) -> s.ReceiptOut:
+@operation("receipt")
+def show_receipt(receipt_id: str, caller: Principal, door: Coordinator) -> s.ReceiptOut:
     return render.receipt(door.receipt_read(caller, receipt_id))
 
 
-@operation(router, "verifications")
+@operation("verifications")
 def verifications(
-    caller: Caller,
-    door: Door,
-    project_id: Annotated[str | None, Query(max_length=100, description="default: the caller's")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    caller: Principal,
+    door: Coordinator,
+    project_id: Annotated[str | None, Field(max_length=100, description="default: the caller's")] = None,
+    limit: Annotated[int, Field(ge=1, le=1000)] = 50,
 ) -> list[VerificationItem]:
     project = project_id or caller.project_id
     if project is None:

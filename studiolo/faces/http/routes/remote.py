@@ -5,43 +5,47 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from pydantic import Field
+from starlette.requests import Request
 
 from studiolo.api import responses as s
 from studiolo.api.requests import DelegateIn, OriginsIn, RemoteOrgIn, ReviewIn
-from studiolo.faces.http.deps import Caller, Door
+from studiolo.core.model import Principal
 from studiolo.faces.http.operation import operation
+from studiolo.service import Coordinator
 from studiolo.workers.a2a.requester import delegate
 
-__all__ = ["router"]
-
-router = APIRouter()
+__all__: list[str] = []  # the functions are registered by name (`operation`)
 
 
-@operation(router, "add_remote_org")
-def add_remote_org(project_id: str, body: RemoteOrgIn, caller: Caller, door: Door) -> s.RemoteOrgOut:
+@operation("add_remote_org")
+def add_remote_org(
+    project_id: str, body: RemoteOrgIn, caller: Principal, door: Coordinator
+) -> s.RemoteOrgOut:
     org = door.add_remote_org(caller, project_id, body.name, body.keys, body.target, body.origins)
     return s.RemoteOrgOut.model_validate(org)
 
 
-@operation(router, "set_remote_origins")
-def set_origins(project_id: str, name: str, body: OriginsIn, caller: Caller, door: Door) -> s.RemoteOrgOut:
+@operation("set_remote_origins")
+def set_origins(
+    project_id: str, name: str, body: OriginsIn, caller: Principal, door: Coordinator
+) -> s.RemoteOrgOut:
     return s.RemoteOrgOut.model_validate(door.set_remote_origins(caller, project_id, name, body.origins))
 
 
-@operation(router, "remote_orgs")
-def remote_orgs(project_id: str, caller: Caller, door: Door) -> list[s.RemoteOrgOut]:
+@operation("remote_orgs")
+def remote_orgs(project_id: str, caller: Principal, door: Coordinator) -> list[s.RemoteOrgOut]:
     return [s.RemoteOrgOut.model_validate(o) for o in door.remote_orgs(caller, project_id)]
 
 
-@operation(router, "revoke_remote_org")
-def revoke_remote_org(project_id: str, name: str, caller: Caller, door: Door) -> s.RemoteOrgOut:
+@operation("revoke_remote_org")
+def revoke_remote_org(project_id: str, name: str, caller: Principal, door: Coordinator) -> s.RemoteOrgOut:
     return s.RemoteOrgOut.model_validate(door.revoke_remote_org(caller, project_id, name))
 
 
-@operation(router, "delegate")
+@operation("delegate")
 async def delegate_task(
-    task_id: str, body: DelegateIn, caller: Caller, door: Door, request: Request
+    task_id: str, body: DelegateIn, caller: Principal, door: Coordinator, request: Request
 ) -> s.DelegationOut:
     """Async: the remote card is fetched on the event loop under a total deadline, so slow
     remotes hold no thread of the pool every other request needs (the door calls use it)."""
@@ -53,27 +57,27 @@ async def delegate_task(
     return s.DelegationOut.model_validate(d)
 
 
-@operation(router, "delegation")
-def show_delegation(delegation_id: str, caller: Caller, door: Door) -> s.DelegationOut:
+@operation("delegation")
+def show_delegation(delegation_id: str, caller: Principal, door: Coordinator) -> s.DelegationOut:
     return s.DelegationOut.model_validate(door.remote_delegation(caller, delegation_id))
 
 
-@operation(router, "delegations")
+@operation("delegations")
 def delegations(
     project_id: str,
-    caller: Caller,
-    door: Door,
-    state: Annotated[str | None, Query(max_length=40)] = None,
+    caller: Principal,
+    door: Coordinator,
+    state: Annotated[str | None, Field(max_length=40)] = None,
 ) -> list[s.DelegationOut]:
     return [s.DelegationOut.model_validate(d) for d in door.remote_delegations(caller, project_id, state)]
 
 
-@operation(router, "review_queue")
-def review_queue(project_id: str, caller: Caller, door: Door) -> list[s.DelegationOut]:
+@operation("review_queue")
+def review_queue(project_id: str, caller: Principal, door: Coordinator) -> list[s.DelegationOut]:
     return [s.DelegationOut.model_validate(d) for d in door.remote_review_queue(caller, project_id)]
 
 
-@operation(router, "review")
-def review(delegation_id: str, body: ReviewIn, caller: Caller, door: Door) -> s.DelegationOut:
+@operation("review")
+def review(delegation_id: str, body: ReviewIn, caller: Principal, door: Coordinator) -> s.DelegationOut:
     d = door.review_remote(caller, delegation_id, body.decision, body.note)
     return s.DelegationOut.model_validate(d)
