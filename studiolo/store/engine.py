@@ -21,10 +21,10 @@ chain the write holds (`backend.guarded_now`).
 SQL is written one way: plain text with `:name` placeholders, the same for both back-ends,
 run through `_raw.Raw` inside a transaction or `_raw.Bare` outside one, on the driver's own
 connection (SQLAlchemy's execution machinery costs tens of microseconds a statement, more
-than SQLite's own work). A statement that must differ per back-end lives in `sqlite.py` or
-`postgres.py`. SQLAlchemy keeps the engines and connections, the schema (`schema.py`) and
-the migrations; Core builds statements only where they are generated over every table
-(`backup.py`'s copy).
+than SQLite's own work). Where a statement must differ per back-end, both spellings sit
+together with the reason beside them. SQLAlchemy keeps the engines and connections, the
+schema (`schema.py`) and the migrations; Core builds statements only where they are
+generated over every table (`backup.py`'s copy).
 """
 
 from __future__ import annotations
