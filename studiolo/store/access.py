@@ -7,28 +7,31 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Select, Text, bindparam, func, insert, select, update
+from sqlalchemy import Connection
 
 from studiolo.core.model import Action, Checker, Grant, Policy, Principal, PrincipalKind, Project
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Bare, Raw, columns
+from studiolo.store._raw import Bare, Raw, columns, in_list, in_params
 
 __all__ = ["AccessRepo", "HeldAuthority"]
 
-# Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
-_PRINCIPAL = select(s.principals).where(s.principals.c.id == bindparam("id"))
-_GRANTS_OF = (
-    select(s.grants)
-    .where(s.grants.c.principal_id == bindparam("who"), s.grants.c.project_id == bindparam("p"))
-    .order_by(s.grants.c.created_at)
+_PROJECTS = f"SELECT {columns(s.projects, 'p')} FROM projects p"
+_PRINCIPALS = f"SELECT {columns(s.principals, 'p')} FROM principals p"
+_GRANTS = f"SELECT {columns(s.grants, 'g')} FROM grants g"
+_POLICIES = f"SELECT {columns(s.policies, 'p')} FROM policies p"
+# Live tokens' hashes (not revoked, not held by a restore) with their principals' columns.
+_LIVE_TOKENS = (
+    f"SELECT t.token_hash, {columns(s.principals, 'p')}"
+    " FROM tokens t JOIN principals p ON t.principal_id = p.id"
+    " WHERE t.revoked_at IS NULL AND t.held_at IS NULL"
 )
+_HELD_TOKEN = "held_at IS NOT NULL AND revoked_at IS NULL"
+_CHECKER_KEY = " WHERE project_id = :p AND name = :n AND version = :v"
 # Read on every authentication where there is no auth signal (PostgreSQL): prepared SQL.
 _AUTH_GENERATION = """SELECT "key", value FROM meta WHERE "key" IN ('incarnation', 'auth_generation')"""
 _BUMP_GENERATION = (
-    update(s.meta)
-    .where(s.meta.c.key == "auth_generation")
-    .values(value=func.cast(func.cast(s.meta.c.value, Integer) + 1, Text))
+    """UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE "key" = 'auth_generation'"""
 )
 # Prepared SQL (see `_raw`) for the statements every completion runs.
 _LIVE_GRANTS_OF = (
@@ -55,75 +58,71 @@ class AccessRepo:
 
     # projects
     def add_project(self, project: Project) -> None:
-        self._c.execute(insert(s.projects).values(**vars(project)))
+        sql = "INSERT INTO projects (id, name, created_at) VALUES (:id, :name, :created_at)"
+        self._raw.run(sql, vars(project))
 
     def project(self, project_id: str) -> Project | None:
-        row = self._c.execute(select(s.projects).where(s.projects.c.id == project_id)).first()
-        return Project(row.id, row.name, row.created_at) if row else None
+        row = self._raw.one(_PROJECTS + " WHERE p.id = :id", {"id": project_id})
+        return Project(*row) if row else None
 
     def project_by_name(self, name: str) -> Project | None:
-        row = self._c.execute(select(s.projects).where(s.projects.c.name == name)).first()
-        return Project(row.id, row.name, row.created_at) if row else None
+        row = self._raw.one(_PROJECTS + " WHERE p.name = :name", {"name": name})
+        return Project(*row) if row else None
 
     def projects(self) -> list[Project]:
-        rows = self._c.execute(select(s.projects).order_by(s.projects.c.created_at))
-        return [Project(r.id, r.name, r.created_at) for r in rows]
+        return [Project(*r) for r in self._raw.all(_PROJECTS + " ORDER BY p.created_at", {})]
 
     # principals and tokens
     def add_principal(self, p: Principal, at: float) -> None:
-        self._c.execute(
-            insert(s.principals).values(
-                id=p.id,
-                project_id=p.project_id,
-                name=p.name,
-                kind=p.kind.value,
-                public_key=p.public_key,
-                created_at=at,
-            )
+        values = {
+            "id": p.id,
+            "project_id": p.project_id,
+            "name": p.name,
+            "kind": p.kind.value,
+            "public_key": p.public_key,
+            "created_at": at,
+        }
+        self._raw.run(
+            "INSERT INTO principals (id, project_id, name, kind, public_key, created_at)"
+            " VALUES (:id, :project_id, :name, :kind, :public_key, :created_at)",
+            values,
         )
 
     def principal(self, principal_id: str) -> Principal | None:
-        row = self._c.execute(_PRINCIPAL, {"id": principal_id}).first()
+        row = self._raw.one(_PRINCIPALS + " WHERE p.id = :id", {"id": principal_id})
         return _principal(row) if row else None
 
     def principals(self, project_id: str) -> list[Principal]:
-        rows = self._c.execute(
-            select(s.principals)
-            .where(s.principals.c.project_id == project_id)
-            .order_by(s.principals.c.created_at)
+        rows = self._raw.all(
+            _PRINCIPALS + " WHERE p.project_id = :p ORDER BY p.created_at", {"p": project_id}
         )
         return [_principal(r) for r in rows]
 
     def set_public_key(self, principal_id: str, public_key: str | None) -> None:
-        self._c.execute(
-            update(s.principals).where(s.principals.c.id == principal_id).values(public_key=public_key)
-        )
+        sql = "UPDATE principals SET public_key = :key WHERE id = :id"
+        self._raw.run(sql, {"id": principal_id, "key": public_key})
         self._bump_auth_generation()
 
     def add_token(self, token_id: str, principal_id: str, token_hash: str, at: float) -> None:
-        self._c.execute(
-            insert(s.tokens).values(
-                id=token_id, principal_id=principal_id, token_hash=token_hash, created_at=at
-            )
+        self._raw.run(
+            "INSERT INTO tokens (id, principal_id, token_hash, created_at) VALUES (:id, :who, :hash, :at)",
+            {"id": token_id, "who": principal_id, "hash": token_hash, "at": at},
         )
 
     def principal_by_token_hash(self, token_hash: str) -> Principal | None:
-        row = self._c.execute(_live_tokens().where(s.tokens.c.token_hash == token_hash)).first()
-        return _principal(row) if row else None
+        row = self._raw.one(_LIVE_TOKENS + " AND t.token_hash = :hash", {"hash": token_hash})
+        return _principal(row[1:]) if row else None
 
     def live_token_principals(self, limit: int) -> list[tuple[str, Principal]]:
         """Up to `limit` unrevoked tokens (their hashes) with their principals: a cache's warm-up."""
-        rows = self._c.execute(_live_tokens().limit(limit)).all()
-        return [(row.token_hash, _principal(row)) for row in rows]
+        rows = self._raw.all(_LIVE_TOKENS + " LIMIT :limit", {"limit": limit})
+        return [(row[0], _principal(row[1:])) for row in rows]
 
     def revoke_tokens(self, principal_id: str, at: float) -> int:
-        result = self._c.execute(
-            update(s.tokens)
-            .where(s.tokens.c.principal_id == principal_id, s.tokens.c.revoked_at.is_(None))
-            .values(revoked_at=at)
-        )
+        sql = "UPDATE tokens SET revoked_at = :at WHERE principal_id = :who AND revoked_at IS NULL"
+        count = self._raw.run(sql, {"who": principal_id, "at": at})
         self._bump_auth_generation()
-        return int(result.rowcount)
+        return count
 
     def auth_generation(self) -> tuple[str, str]:
         """(incarnation, auth generation): what an authentication cache entry is valid for."""
@@ -132,31 +131,34 @@ class AccessRepo:
     def _bump_auth_generation(self) -> None:
         """Every change that can end a token's or a grant's power calls this (`_auth.py`)."""
         self.auth_changed = True
-        if self._c.execute(_BUMP_GENERATION).rowcount == 0:
-            self._c.execute(insert(s.meta).values(key="auth_generation", value="1"))
+        if self._raw.run(_BUMP_GENERATION, {}) == 0:
+            self._raw.run("""INSERT INTO meta ("key", value) VALUES ('auth_generation', '1')""", {})
 
     # grants
     def add_grant(self, g: Grant) -> None:
         self._live.clear()
-        self._c.execute(
-            insert(s.grants).values(
-                id=g.id,
-                project_id=g.project_id,
-                principal_id=g.principal_id,
-                actions=dumps(sorted(a.value for a in g.actions)),
-                scope=dumps(list(g.scope)),
-                created_at=g.created_at,
-            )
+        values = {
+            "id": g.id,
+            "project_id": g.project_id,
+            "principal_id": g.principal_id,
+            "actions": dumps(sorted(a.value for a in g.actions)),
+            "scope": dumps(list(g.scope)),
+            "created_at": g.created_at,
+        }
+        self._raw.run(
+            "INSERT INTO grants (id, project_id, principal_id, actions, scope, created_at)"
+            " VALUES (:id, :project_id, :principal_id, :actions, :scope, :created_at)",
+            values,
         )
 
     def grant(self, grant_id: str) -> Grant | None:
-        row = self._c.execute(select(s.grants).where(s.grants.c.id == grant_id)).first()
+        row = self._raw.one(_GRANTS + " WHERE g.id = :id", {"id": grant_id})
         return _grant(row) if row else None
 
     def grants_of(self, principal_id: str, project_id: str, live_only: bool = True) -> list[Grant]:
-        params = {"who": principal_id, "p": project_id}
         if not live_only:
-            return [_grant(r) for r in self._c.execute(_GRANTS_OF, params)]
+            sql = _GRANTS + " WHERE g.principal_id = :who AND g.project_id = :p ORDER BY g.created_at"
+            return [_grant(r) for r in self._raw.all(sql, {"who": principal_id, "p": project_id})]
         return self.live_grants_later(principal_id, project_id)()
 
     def live_grants_later(self, principal_id: str, project_id: str) -> Callable[[], list[Grant]]:
@@ -176,59 +178,58 @@ class AccessRepo:
         return live
 
     def grants(self, project_id: str) -> list[Grant]:
-        q = select(s.grants).where(s.grants.c.project_id == project_id)
-        return [_grant(r) for r in self._c.execute(q.order_by(s.grants.c.created_at))]
+        rows = self._raw.all(_GRANTS + " WHERE g.project_id = :p ORDER BY g.created_at", {"p": project_id})
+        return [_grant(r) for r in rows]
 
     def revoke_grant(self, grant_id: str, at: float) -> None:
         self._live.clear()
-        self._c.execute(update(s.grants).where(s.grants.c.id == grant_id).values(revoked_at=at))
+        self._raw.run("UPDATE grants SET revoked_at = :at WHERE id = :id", {"id": grant_id, "at": at})
         self._bump_auth_generation()
 
     # policies
     def add_policy(self, p: Policy) -> None:
-        self._c.execute(insert(s.policies).values(**vars(p)))
+        self._raw.run(
+            "INSERT INTO policies (project_id, version, text, digest, created_at)"
+            " VALUES (:project_id, :version, :text, :digest, :created_at)",
+            vars(p),
+        )
 
     def latest_policy(self, project_id: str) -> Policy | None:
-        row = self._c.execute(
-            select(s.policies)
-            .where(s.policies.c.project_id == project_id)
-            .order_by(s.policies.c.version.desc())
-            .limit(1)
-        ).first()
-        return _policy(row) if row else None
+        sql = _POLICIES + " WHERE p.project_id = :p ORDER BY p.version DESC LIMIT 1"
+        row = self._raw.one(sql, {"p": project_id})
+        return Policy(*row) if row else None
 
     def policy(self, project_id: str, version: int) -> Policy | None:
-        row = self._c.execute(
-            select(s.policies).where(s.policies.c.project_id == project_id, s.policies.c.version == version)
-        ).first()
-        return _policy(row) if row else None
+        row = self._raw.one(
+            _POLICIES + " WHERE p.project_id = :p AND p.version = :v", {"p": project_id, "v": version}
+        )
+        return Policy(*row) if row else None
 
     def policies(self, project_id: str) -> list[Policy]:
-        rows = self._c.execute(
-            select(s.policies).where(s.policies.c.project_id == project_id).order_by(s.policies.c.version)
-        )
-        return [_policy(r) for r in rows]
+        rows = self._raw.all(_POLICIES + " WHERE p.project_id = :p ORDER BY p.version", {"p": project_id})
+        return [Policy(*r) for r in rows]
 
     # checkers
     def put_checker(self, c: Checker, at: float, *, replace: bool) -> None:
         values: dict[str, Any] = {
+            "p": c.project_id,
+            "n": c.name,
+            "v": c.version,
             "kind": c.kind,
             "config": dumps(dict(c.config)),
             "verifiers": dumps(sorted(c.verifiers)),
         }
         if replace:
-            self._c.execute(
-                update(s.checkers).where(*_checker_key(c.project_id, c.name, c.version)).values(**values)
-            )
-            held = s.held_admissions.c  # the admin names the admitted verifiers anew: nothing stays held
-            self._c.execute(
-                s.held_admissions.delete().where(held.project_id == c.project_id, held.checker == c.ref)
-            )
+            sql = "UPDATE checkers SET kind = :kind, config = :config, verifiers = :verifiers" + _CHECKER_KEY
+            self._raw.run(sql, values)
+            # the admin names the admitted verifiers anew: nothing stays held
+            sql = "DELETE FROM held_admissions WHERE project_id = :p AND checker = :ref"
+            self._raw.run(sql, {"p": c.project_id, "ref": c.ref})
         else:
-            self._c.execute(
-                insert(s.checkers).values(
-                    project_id=c.project_id, name=c.name, version=c.version, created_at=at, **values
-                )
+            self._raw.run(
+                "INSERT INTO checkers (project_id, name, version, kind, config, verifiers, created_at)"
+                " VALUES (:p, :n, :v, :kind, :config, :verifiers, :at)",
+                values | {"at": at},
             )
 
     def checker(self, project_id: str, name: str, version: str) -> Checker | None:
@@ -254,42 +255,37 @@ class AccessRepo:
     # authority a restore held (`store/authority.py`) ------------------------------------
     def held_of(self, principal_id: str) -> HeldAuthority:
         """The principal's tokens and verifier admissions that wait for a reconfirmation."""
-        tokens = self._c.execute(
-            select(s.tokens.c.id)
-            .where(s.tokens.c.principal_id == principal_id, *_HELD_TOKEN)
-            .order_by(s.tokens.c.created_at, s.tokens.c.id)
-        ).scalars()
-        held = s.held_admissions.c
-        refs = self._c.execute(
-            select(held.checker).where(held.verifier_id == principal_id).order_by(held.checker)
-        ).scalars()
-        return HeldAuthority(principal_id, tuple(tokens), tuple(refs))
+        params = {"who": principal_id}
+        sql = f"SELECT id FROM tokens WHERE principal_id = :who AND {_HELD_TOKEN} ORDER BY created_at, id"
+        tokens = tuple(r[0] for r in self._raw.all(sql, params))
+        sql = "SELECT checker FROM held_admissions WHERE verifier_id = :who ORDER BY checker"
+        refs = tuple(r[0] for r in self._raw.all(sql, params))
+        return HeldAuthority(principal_id, tokens, refs)
 
     def held_principals(self) -> list[str]:
         """Every principal with a held token or admission, in id order."""
-        tokens = select(s.tokens.c.principal_id).where(*_HELD_TOKEN)
-        admissions = select(s.held_admissions.c.verifier_id)
-        rows = self._c.execute(tokens.union(admissions)).scalars()
-        return sorted(set(rows))
+        tokens = f"SELECT principal_id FROM tokens WHERE {_HELD_TOKEN}"
+        sql = tokens + " UNION SELECT verifier_id FROM held_admissions"
+        return sorted({r[0] for r in self._raw.all(sql, {})})
 
     def release(self, held: HeldAuthority) -> None:
         """Reconfirm: the held tokens authenticate again, the held admissions admit again."""
         if held.tokens:
-            self._c.execute(update(s.tokens).where(s.tokens.c.id.in_(held.tokens)).values(held_at=None))
-        rows = s.held_admissions.c
-        project = select(s.principals.c.project_id).where(s.principals.c.id == held.principal_id)
-        project_id = self._c.execute(project).scalar()
+            sql = "UPDATE tokens SET held_at = NULL WHERE id IN " + in_list("t", len(held.tokens))
+            self._raw.run(sql, in_params("t", held.tokens))
+        who = {"who": held.principal_id}
+        row = self._raw.one("SELECT project_id FROM principals WHERE id = :who", who)
+        project_id = row[0] if row else None
         for ref in held.admissions:
             name, _, version = ref.partition("@")
             checker = self.checker(str(project_id), name, version)
             if checker is not None:
                 admitted = dumps(sorted(checker.verifiers | {held.principal_id}))
-                self._c.execute(
-                    update(s.checkers)
-                    .where(*_checker_key(checker.project_id, name, version))
-                    .values(verifiers=admitted)
+                key = {"p": checker.project_id, "n": name, "v": version}
+                self._raw.run(
+                    "UPDATE checkers SET verifiers = :verifiers" + _CHECKER_KEY, key | {"verifiers": admitted}
                 )
-        self._c.execute(s.held_admissions.delete().where(rows.verifier_id == held.principal_id))
+        self._raw.run("DELETE FROM held_admissions WHERE verifier_id = :who", who)
 
 
 @dataclass(frozen=True)
@@ -305,32 +301,13 @@ class HeldAuthority:
         return not self.tokens and not self.admissions
 
 
-_HELD_TOKEN = (s.tokens.c.held_at.is_not(None), s.tokens.c.revoked_at.is_(None))
-
-
-def _checker_key(project_id: str, name: str, version: str) -> tuple[Any, ...]:
-    return (
-        s.checkers.c.project_id == project_id,
-        s.checkers.c.name == name,
-        s.checkers.c.version == version,
-    )
-
-
-def _live_tokens() -> Select[Any]:
-    """Live tokens' hashes (not revoked, not held by a restore) with their principals' columns."""
-    return (
-        select(s.tokens.c.token_hash, *s.principals.c)
-        .join(s.principals, s.tokens.c.principal_id == s.principals.c.id)
-        .where(s.tokens.c.revoked_at.is_(None), s.tokens.c.held_at.is_(None))
-    )
-
-
-def _principal(row: Any) -> Principal:
-    return Principal(row.id, row.project_id, row.name, PrincipalKind(row.kind), row.public_key)
+def _principal(row: Sequence[Any]) -> Principal:
+    principal_id, project_id, name, kind, public_key, _created_at = row
+    return Principal(principal_id, project_id, name, PrincipalKind(kind), public_key)
 
 
 def _grant(row: Sequence[Any]) -> Grant:
-    """A grant from its columns in table order (a SQLAlchemy row or a driver tuple)."""
+    """A grant from its columns in table order."""
     gid, project_id, principal_id, actions, scope, created_at, revoked_at = row
     return Grant(
         id=gid,
@@ -349,10 +326,6 @@ def _grant_of_row(row: tuple[Any, ...]) -> Grant:
     authority reads the caller's live grants, and parsing one (two JSON texts, an enum per
     action, a frozen dataclass) costs ~10 µs. A Grant is immutable, so sharing it is safe."""
     return _grant(row)
-
-
-def _policy(row: Any) -> Policy:
-    return Policy(row.project_id, row.version, row.text, row.digest, row.created_at)
 
 
 def _checker(row: Sequence[Any]) -> Checker:

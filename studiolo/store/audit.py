@@ -20,11 +20,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import Connection
 
 from studiolo.core.canonical import digest_json
 from studiolo.core.model import Event
-from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
 from studiolo.store._raw import Raw, in_list, in_params
 from studiolo.store.gate import LEDGER_CHAIN, Gate, GateTooNarrow, chain_of
@@ -86,6 +85,7 @@ DETAIL_FORMAT = 2  # the hashing rule of events after meta `detail_split`
 NEVER_SPLIT = 2**62  # `detail_split` of a ledger not yet migrated: every event is before it
 REDACTED = "~redacted"  # the one key of a redacted event's `data` (no event kind uses it)
 _UPDATE_DATA = "UPDATE events SET data = :d WHERE seq = :s"
+_EVENTS = f"SELECT {_EVENT_COLUMNS} FROM events"
 
 
 def event_hash(prev_hash: str, body: dict[str, Any]) -> str:
@@ -169,7 +169,6 @@ class AuditRepo:
     """
 
     def __init__(self, conn: Connection, gate: Gate | None = None, *, sequence: bool = False) -> None:
-        self._c = conn
         self._raw = Raw(conn)
         self.gate = gate or Gate.whole_ledger()
         self._sequence = sequence
@@ -276,16 +275,18 @@ class AuditRepo:
         """The project's events after `split` made before `before` whose detail is still there,
         oldest first, leaving out any that names a held task (its id as subject or anywhere in
         its detail)."""
-        c = s.events.c
-        q = select(s.events).where(
-            c.project_id == project_id,
-            c.seq > split,
-            c.at < before,
-            c.data.notlike('{"' + REDACTED + '"%'),
-        )
-        for task_id in held:
-            q = q.where(c.subject.is_distinct_from(task_id), c.data.notlike(f"%{task_id}%"))
-        return [_event(r) for r in self._c.execute(q.order_by(c.seq).limit(limit))]
+        where = " WHERE project_id = :p AND seq > :split AND at < :before AND data NOT LIKE :redacted"
+        params: dict[str, Any] = {
+            "p": project_id,
+            "split": split,
+            "before": before,
+            "redacted": '{"' + REDACTED + '"%',
+            "n": limit,
+        }
+        for i, task_id in enumerate(held):
+            where += f" AND (subject IS NULL OR subject <> :t{i}) AND data NOT LIKE :d{i}"
+            params |= {f"t{i}": task_id, f"d{i}": f"%{task_id}%"}
+        return [_event_of(r) for r in self._raw.all(_EVENTS + where + " ORDER BY seq LIMIT :n", params)]
 
     def redact(self, seq: int, marker: Mapping[str, Any]) -> None:
         """Replace an event's `data` by a redaction marker (the hash and the chain stay)."""
@@ -293,10 +294,9 @@ class AuditRepo:
 
     def chain_events(self, chain: str, after: int, limit: int = 5000) -> list[Event]:
         """The events of one chain ("" for the ledger chain) with a seq above `after`."""
-        c = s.events.c
-        where = c.project_id.is_(None) if chain == LEDGER_CHAIN else c.project_id == chain
-        rows = self._c.execute(select(s.events).where(where, c.seq > after).order_by(c.seq).limit(limit))
-        return [_event(r) for r in rows]
+        where = " WHERE project_id IS NULL" if chain == LEDGER_CHAIN else " WHERE project_id = :c"
+        sql = _EVENTS + where + " AND seq > :after ORDER BY seq LIMIT :n"
+        return [_event_of(r) for r in self._raw.all(sql, {"c": chain, "after": after, "n": limit})]
 
     def heads(self) -> dict[str, tuple[int, str]]:
         """Every chain's recorded head: chain ("" for the ledger chain) → (seq, hash)."""
@@ -311,18 +311,13 @@ class AuditRepo:
     ) -> list[Event]:
         if subject is not None and project_id is not None:
             return self.events_of_subject_later(project_id, subject, after, limit)()
-        q = select(s.events).where(s.events.c.seq > after)
-        if subject is not None:
-            # A subject has few events: read them through ix_events_subject. Without table
-            # statistics SQLite would pick ix_events_project (it also matches ORDER BY seq)
-            # and scan the whole project; `project_id || ''` keeps that index out of play.
-            q = q.where(s.events.c.subject == subject)
-            if project_id is not None:
-                q = q.where(s.events.c.project_id.concat("") == project_id)
+        where = " WHERE seq > :after"
+        if subject is not None:  # and no project (with one: `_EVENTS_OF_SUBJECT`)
+            where += " AND subject = :subject"
         elif project_id is not None:
-            q = q.where(s.events.c.project_id == project_id)
-        rows = self._c.execute(q.order_by(s.events.c.seq).limit(limit))
-        return [_event(r) for r in rows]
+            where += " AND project_id = :p"
+        params = {"after": after, "subject": subject, "p": project_id, "n": limit}
+        return [_event_of(r) for r in self._raw.all(_EVENTS + where + " ORDER BY seq LIMIT :n", params)]
 
     def events_of_subject_later(
         self, project_id: str, subject: str, after: int = 0, limit: int = 1000
@@ -351,26 +346,24 @@ class AuditRepo:
         Read through ix_events_subject, like `events(subject=...)`."""
         if not subjects:
             return []
-        q = (
-            select(s.events)
-            .where(s.events.c.project_id.concat("") == project_id, s.events.c.subject.in_(subjects))
-            .order_by(s.events.c.seq.desc())
-            .limit(limit)
-        )
-        return [_event(r) for r in reversed(list(self._c.execute(q)))]
+        where = " WHERE (project_id || '') = :p AND subject IN " + in_list("s", len(subjects))
+        params = {"p": project_id, "n": limit} | in_params("s", subjects)
+        rows = self._raw.all(_EVENTS + where + " ORDER BY seq DESC LIMIT :n", params)
+        return [_event_of(r) for r in reversed(rows)]
 
     def latest(
         self, project_id: str, limit: int, before: int | None = None, kind: str | None = None
     ) -> list[Event]:
         """The project's last `limit` events, oldest first (the dashboard); only those below
         seq `before` and of kind `kind` if given (the Activity page's paging and filter)."""
-        q = select(s.events).where(s.events.c.project_id == project_id)
+        where = " WHERE project_id = :p"
         if before is not None:
-            q = q.where(s.events.c.seq < before)
+            where += " AND seq < :before"
         if kind is not None:
-            q = q.where(s.events.c.kind == kind)
-        rows = self._c.execute(q.order_by(s.events.c.seq.desc()).limit(limit))
-        return [_event(r) for r in reversed(list(rows))]
+            where += " AND kind = :kind"
+        params = {"p": project_id, "before": before, "kind": kind, "n": limit}
+        rows = self._raw.all(_EVENTS + where + " ORDER BY seq DESC LIMIT :n", params)
+        return [_event_of(r) for r in reversed(rows)]
 
     def iter_all(self, batch: int = 5000, after: int = 0) -> Iterator[Event]:
         """Every event with a `seq` above `after`, in order, `batch` per query. Paging by seq
@@ -479,7 +472,6 @@ class MetaRepo:
     remembered for the rest of the transaction, so `get_many` can prefetch what it will need."""
 
     def __init__(self, conn: Connection) -> None:
-        self._c = conn
         self._raw = Raw(conn)
         self._seen: dict[str, str | None] = {}
         self.settle: Callable[[], object] | None = None  # reads a write's start (engine._Start)
@@ -512,22 +504,8 @@ class MetaRepo:
         self._seen[key] = value
 
 
-def _event(row: Row[Any]) -> Event:
-    return Event(
-        seq=int(row.seq),
-        project_id=row.project_id,
-        kind=row.kind,
-        actor=row.actor,
-        subject=row.subject,
-        data=loads(row.data),
-        at=row.at,
-        prev_hash=row.prev_hash,
-        hash=row.hash,
-    )
-
-
 def _event_of(row: Sequence[Any]) -> Event:
-    """`_event` from the columns of `_EVENT_COLUMNS`, in that order (a driver tuple)."""
+    """An event from the columns of `_EVENT_COLUMNS`, in that order."""
     seq, project_id, kind, actor, subject, data, at, prev_hash, digest = row
     return Event(int(seq), project_id, kind, actor, subject, loads(data), at, prev_hash, digest)
 

@@ -29,11 +29,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, inspect, null, select, update
+from sqlalchemy import Connection, inspect
 
 from studiolo.keys import ServiceKey
-from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
+from studiolo.store._raw import Raw
 from studiolo.store.access import AccessRepo
 
 __all__ = ["EMPTY", "HeldPrincipal", "Known", "Settled", "held_principals", "known", "settle"]
@@ -61,6 +61,20 @@ class Known:
 
 
 EMPTY = Known()
+
+_META = "SELECT key, value FROM meta"
+_CHECKERS = "SELECT project_id, name, version, verifiers FROM checkers"
+_SET_VERIFIERS = (
+    "UPDATE checkers SET verifiers = :verifiers WHERE project_id = :p AND name = :n AND version = :v"
+)
+_HELD_ADMISSIONS = "SELECT project_id, checker, verifier_id FROM held_admissions"
+_HOLD = (
+    "INSERT INTO held_admissions (project_id, checker, verifier_id, held_at)"
+    " VALUES (:p, :checker, :verifier, :at)"
+)
+_UNHOLD = (
+    "DELETE FROM held_admissions WHERE project_id = :p AND checker = :checker AND verifier_id = :verifier"
+)
 
 
 @dataclass(frozen=True)
@@ -90,29 +104,24 @@ def known(conn: Connection) -> Known:
     if not {"meta", "tokens", "grants", "principals", "checkers"} <= names:
         return EMPTY
     token_columns = {c["name"] for c in inspect(conn).get_columns("tokens")}
-    held_at = s.tokens.c.held_at if "held_at" in token_columns else null()
-    tokens = {r[0]: (r[1], r[2]) for r in conn.execute(select(s.tokens.c.id, s.tokens.c.revoked_at, held_at))}
-    grants = {r[0]: r[1] for r in conn.execute(select(s.grants.c.id, s.grants.c.revoked_at))}
-    keys = {r[0]: r[1] for r in conn.execute(select(s.principals.c.id, s.principals.c.public_key))}
+    held_at = "held_at" if "held_at" in token_columns else "NULL"  # a ledger from before holds
+    raw = Raw(conn)
+    tokens = {r[0]: (r[1], r[2]) for r in raw.all(f"SELECT id, revoked_at, {held_at} FROM tokens", {})}
+    grants = {r[0]: r[1] for r in raw.all("SELECT id, revoked_at FROM grants", {})}
+    keys = {r[0]: r[1] for r in raw.all("SELECT id, public_key FROM principals", {})}
     orgs = {}
     if "a2a_remote_orgs" in names:
-        t = s.a2a_remote_orgs
-        orgs = {r[0]: r[1] for r in conn.execute(select(t.c.id, t.c.revoked_at))}
-    meta = {str(k): str(v) for k, v in conn.execute(select(s.meta.c.key, s.meta.c.value))}
+        orgs = {r[0]: r[1] for r in raw.all("SELECT id, revoked_at FROM a2a_remote_orgs", {})}
+    meta = {str(k): str(v) for k, v in raw.all(_META, {})}
     retired = tuple(json.loads(meta["service_keys_retired"])) if "service_keys_retired" in meta else ()
-    return Known(tokens, grants, keys, _checkers(conn, names), orgs, meta.get("service_key"), retired)
+    return Known(tokens, grants, keys, _checkers(raw, names), orgs, meta.get("service_key"), retired)
 
 
-def _checkers(conn: Connection, names: set[str]) -> dict[_CheckerKey, tuple[frozenset[str], frozenset[str]]]:
-    c = s.checkers.c
-    admitted = {
-        (r[0], f"{r[1]}@{r[2]}"): r[3]
-        for r in conn.execute(select(c.project_id, c.name, c.version, c.verifiers))
-    }
+def _checkers(raw: Raw, names: set[str]) -> dict[_CheckerKey, tuple[frozenset[str], frozenset[str]]]:
+    admitted = {(r[0], f"{r[1]}@{r[2]}"): r[3] for r in raw.all(_CHECKERS, {})}
     held: dict[_CheckerKey, set[str]] = {}
     if "held_admissions" in names:
-        h = s.held_admissions.c
-        for project_id, ref, verifier in conn.execute(select(h.project_id, h.checker, h.verifier_id)):
+        for project_id, ref, verifier in raw.all(_HELD_ADMISSIONS, {}):
             held.setdefault((project_id, ref), set()).add(verifier)
     return {
         key: (frozenset(loads(verifiers)), frozenset(held.get(key, ())))
@@ -124,113 +133,94 @@ def _checkers(conn: Connection, names: set[str]) -> dict[_CheckerKey, tuple[froz
 def settle(conn: Connection, sources: Sequence[Known], at: float) -> Settled:
     """Apply the replaced ledgers' revocations to the restored rows and hold the rest."""
     carried: Counter[str] = Counter()
-    unvouched_grants = _settle_grants(conn, sources, carried)
-    _settle_tokens(conn, sources, unvouched_grants, at, carried)
-    unvouched_keys = _settle_keys(conn, sources, carried)
-    _settle_admissions(conn, sources, unvouched_keys, at, carried)
-    _settle_orgs(conn, sources, carried)
-    service = _settle_service_key(conn, sources, at)
+    raw = Raw(conn)
+    unvouched_grants = _settle_grants(raw, sources, carried)
+    _settle_tokens(raw, sources, unvouched_grants, at, carried)
+    unvouched_keys = _settle_keys(raw, sources, carried)
+    _settle_admissions(raw, sources, unvouched_keys, at, carried)
+    _settle_orgs(raw, sources, carried)
+    service = _settle_service_key(raw, sources, at)
     return Settled(dict(sorted(carried.items())), held_principals(AccessRepo(conn)), service)
 
 
-def _settle_grants(conn: Connection, sources: Sequence[Known], carried: Counter[str]) -> set[str]:
+def _settle_grants(raw: Raw, sources: Sequence[Known], carried: Counter[str]) -> set[str]:
     """Carry revocations over; return the principals holding a live grant nobody vouches for."""
-    t = s.grants
     revoke: list[dict[str, Any]] = []
     unvouched: set[str] = set()
-    for gid, principal_id in conn.execute(select(t.c.id, t.c.principal_id).where(t.c.revoked_at.is_(None))):
+    for gid, principal_id in raw.all("SELECT id, principal_id FROM grants WHERE revoked_at IS NULL", {}):
         facts = [k.grants[gid] for k in sources if gid in k.grants]
         revoked = [f for f in facts if f is not None]
         if revoked:
             revoke.append({"b_id": gid, "b_at": min(revoked)})
         elif not facts:
             unvouched.add(principal_id)
-    _revoke(conn, t, revoke)
+    _revoke(raw, "grants", revoke)
     carried["grants_revoked"] += len(revoke)
     return unvouched
 
 
 def _settle_tokens(
-    conn: Connection, sources: Sequence[Known], suspects: set[str], at: float, carried: Counter[str]
+    raw: Raw, sources: Sequence[Known], suspects: set[str], at: float, carried: Counter[str]
 ) -> None:
-    t = s.tokens
     revoke: list[dict[str, Any]] = []
-    hold: list[dict[str, Any]] = []
-    live = select(t.c.id, t.c.principal_id).where(t.c.revoked_at.is_(None), t.c.held_at.is_(None))
-    for tid, principal_id in conn.execute(live):
+    hold: list[str] = []
+    live = "SELECT id, principal_id FROM tokens WHERE revoked_at IS NULL AND held_at IS NULL"
+    for tid, principal_id in raw.all(live, {}):
         facts = [k.tokens[tid] for k in sources if tid in k.tokens]
         revoked = [f[0] for f in facts if f[0] is not None]
         if revoked:
             revoke.append({"b_id": tid, "b_at": min(revoked)})
         elif not facts or any(f[1] is not None for f in facts) or principal_id in suspects:
-            hold.append({"b_id": tid})
-    _revoke(conn, t, revoke)
-    if hold:
-        conn.execute(update(t).where(t.c.id == bindparam("b_id")).values(held_at=at), hold)
+            hold.append(tid)
+    _revoke(raw, "tokens", revoke)
+    for tid in hold:
+        raw.run("UPDATE tokens SET held_at = :at WHERE id = :id", {"id": tid, "at": at})
     carried["tokens_revoked"] += len(revoke)
 
 
-def _revoke(conn: Connection, table: Any, rows: list[dict[str, Any]]) -> None:
-    if rows:
-        conn.execute(
-            update(table).where(table.c.id == bindparam("b_id")).values(revoked_at=bindparam("b_at")), rows
-        )
+def _revoke(raw: Raw, table: str, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        raw.run(f"UPDATE {table} SET revoked_at = :b_at WHERE id = :b_id", row)
 
 
-def _settle_keys(conn: Connection, sources: Sequence[Known], carried: Counter[str]) -> set[str]:
+def _settle_keys(raw: Raw, sources: Sequence[Known], carried: Counter[str]) -> set[str]:
     """Take each principal's key from the replaced ledger; return those no ledger vouches for."""
-    p = s.principals
     unvouched: set[str] = set()
-    for pid, key in conn.execute(select(p.c.id, p.c.public_key)):
+    for pid, key in raw.all("SELECT id, public_key FROM principals", {}):
         there = {k.keys[pid] for k in sources if pid in k.keys}
         if len(there) != 1:  # unknown, or the replaced ledgers disagree
             unvouched.add(pid)
             continue
         (current,) = there
         if current != key:
-            conn.execute(update(p).where(p.c.id == pid).values(public_key=current))
+            raw.run("UPDATE principals SET public_key = :key WHERE id = :id", {"id": pid, "key": current})
             carried["keys_replaced"] += 1
     return unvouched
 
 
 def _settle_admissions(
-    conn: Connection, sources: Sequence[Known], unvouched: set[str], at: float, carried: Counter[str]
+    raw: Raw, sources: Sequence[Known], unvouched: set[str], at: float, carried: Counter[str]
 ) -> None:
-    c, h = s.checkers, s.held_admissions
-    for project_id, name, version, verifiers in conn.execute(
-        select(c.c.project_id, c.c.name, c.c.version, c.c.verifiers)
-    ).all():
+    for project_id, name, version, verifiers in raw.all(_CHECKERS, {}):
         key = (project_id, f"{name}@{version}")
         admitted = set(loads(verifiers))
         withdrawn = {v for v in admitted if _withdrawn(sources, key, v)}
         held = {v for v in admitted - withdrawn if _unvouched(sources, key, v) or v in unvouched}
         if withdrawn or held:
             kept = dumps(sorted(admitted - withdrawn - held))
-            conn.execute(
-                update(c)
-                .where(c.c.project_id == project_id, c.c.name == name, c.c.version == version)
-                .values(verifiers=kept)
-            )
-        if held:
-            rows = [
-                {"project_id": project_id, "checker": key[1], "verifier_id": v, "held_at": at}
-                for v in sorted(held)
-            ]
-            conn.execute(insert(h), rows)
+            checker = {"p": project_id, "n": name, "v": version}
+            raw.run(_SET_VERIFIERS, checker | {"verifiers": kept})
+        for v in sorted(held):
+            raw.run(_HOLD, {"p": project_id, "checker": key[1], "verifier": v, "at": at})
         carried["admissions_withdrawn"] += len(withdrawn)
-    _drop_withdrawn_holds(conn, sources, carried)
+    _drop_withdrawn_holds(raw, sources, carried)
 
 
-def _drop_withdrawn_holds(conn: Connection, sources: Sequence[Known], carried: Counter[str]) -> None:
+def _drop_withdrawn_holds(raw: Raw, sources: Sequence[Known], carried: Counter[str]) -> None:
     """A hold the backup has, on an admission a replaced ledger has withdrawn since: gone."""
-    h = s.held_admissions
-    for project_id, ref, verifier in conn.execute(select(h.c.project_id, h.c.checker, h.c.verifier_id)).all():
+    for project_id, ref, verifier in raw.all(_HELD_ADMISSIONS, {}):
         if _withdrawn(sources, (project_id, ref), verifier):  # held in the backup, withdrawn since
-            conn.execute(
-                h.delete().where(
-                    h.c.project_id == project_id, h.c.checker == ref, h.c.verifier_id == verifier
-                )
-            )
+            raw.run(_UNHOLD, {"p": project_id, "checker": ref, "verifier": verifier})
             carried["admissions_withdrawn"] += 1
 
 
@@ -245,21 +235,20 @@ def _unvouched(sources: Sequence[Known], key: _CheckerKey, verifier: str) -> boo
     return not knowing or any(verifier in held for _, held in knowing)
 
 
-def _settle_orgs(conn: Connection, sources: Sequence[Known], carried: Counter[str]) -> None:
-    t = s.a2a_remote_orgs
+def _settle_orgs(raw: Raw, sources: Sequence[Known], carried: Counter[str]) -> None:
     revoke: list[dict[str, Any]] = []
-    for (oid,) in conn.execute(select(t.c.id).where(t.c.revoked_at.is_(None))):
+    for (oid,) in raw.all("SELECT id FROM a2a_remote_orgs WHERE revoked_at IS NULL", {}):
         revoked = [at for k in sources if (at := k.orgs.get(oid)) is not None]
         if revoked:
             revoke.append({"b_id": oid, "b_at": min(revoked)})
-    _revoke(conn, t, revoke)
+    _revoke(raw, "a2a_remote_orgs", revoke)
     carried["remote_orgs_revoked"] += len(revoke)
 
 
-def _settle_service_key(conn: Connection, sources: Sequence[Known], at: float) -> str:
+def _settle_service_key(raw: Raw, sources: Sequence[Known], at: float) -> str:
     """The replaced ledger's signing key if it knew the backup's (it may have rotated since);
     else a new key, the backup's retired (still published, so its receipts verify)."""
-    restored = {str(k): str(v) for k, v in conn.execute(select(s.meta.c.key, s.meta.c.value))}
+    restored = {str(k): str(v) for k, v in raw.all(_META, {})}
     text = restored.get("service_key")
     if text is None:
         return "kept"
@@ -269,15 +258,15 @@ def _settle_service_key(conn: Connection, sources: Sequence[Known], at: float) -
         if source.service_key is not None and mine.public in source.service_publics():
             current = ServiceKey.from_text(source.service_key)
             merged = _union_retired([*retired, *source.retired], current.public)
-            _set_meta(conn, "service_keys_retired", json.dumps(merged, sort_keys=True))
+            _set_meta(raw, "service_keys_retired", json.dumps(merged, sort_keys=True))
             if current.public == mine.public:
                 return "kept"
-            _set_meta(conn, "service_key", source.service_key)
+            _set_meta(raw, "service_key", source.service_key)
             return "carried"
     new = ServiceKey.generate()
     retired.append({"x": mine.public, "kid": mine.kid, "retired_at": at})
-    _set_meta(conn, "service_keys_retired", json.dumps(retired, sort_keys=True))
-    _set_meta(conn, "service_key", new.to_text())
+    _set_meta(raw, "service_keys_retired", json.dumps(retired, sort_keys=True))
+    _set_meta(raw, "service_key", new.to_text())
     return "rotated"
 
 
@@ -289,10 +278,10 @@ def _union_retired(entries: Iterable[dict[str, Any]], current: str) -> list[dict
     return sorted(seen.values(), key=lambda e: (float(e.get("retired_at", 0)), str(e["x"])))
 
 
-def _set_meta(conn: Connection, key: str, value: str) -> None:
-    m = s.meta
-    if conn.execute(update(m).where(m.c.key == key).values(value=value)).rowcount == 0:
-        conn.execute(insert(m).values(key=key, value=value))
+def _set_meta(raw: Raw, key: str, value: str) -> None:
+    params = {"key": key, "value": value}
+    if raw.run("UPDATE meta SET value = :value WHERE key = :key", params) == 0:
+        raw.run("INSERT INTO meta (key, value) VALUES (:key, :value)", params)
 
 
 # the report ----------------------------------------------------------------------------

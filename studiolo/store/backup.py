@@ -28,6 +28,10 @@ before it is replaced): its revocations and key replacements win, and what it ca
 for is held until an admin reconfirms it (`store/authority.py`). The `chains` table (each
 chain's head) is a table like the others; on PostgreSQL the `events_seq` sequence restarts
 after the highest restored seq.
+
+Copying every table is generated over the schema's tables (reflected at the backup's
+revision), so it stays SQLAlchemy Core: `select(table)`, `table.insert()` with its batched
+executemany, `table.delete()`. The other statements are `:name` SQL text through `Raw`.
 """
 
 from __future__ import annotations
@@ -43,10 +47,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
-from sqlalchemy import Connection, LargeBinary, MetaData, Table, func, inspect, select, update
+from sqlalchemy import Connection, LargeBinary, MetaData, Table, inspect, select
 
 from studiolo.store import authority, migrations
 from studiolo.store import schema as s
+from studiolo.store._raw import Raw, columns, in_list, in_params
 from studiolo.store.authority import HeldPrincipal
 from studiolo.store.engine import Store
 
@@ -55,6 +60,12 @@ __all__ = ["FORMAT", "BackupError", "BackupInfo", "RestoreInfo", "backup", "rest
 FORMAT = "studiolo-backup"
 VERSION = 1
 _BATCH = 500
+
+
+_ADD_TOMBSTONE = (
+    f"INSERT INTO tombstones ({', '.join(c.name for c in s.tombstones.c)})"
+    f" VALUES ({', '.join(':' + c.name for c in s.tombstones.c)})"
+)
 
 
 class BackupError(Exception):
@@ -199,25 +210,29 @@ def _deletions(conn: Connection) -> list[dict[str, Any]]:
     """The tombstones of a ledger about to be replaced (none before migration 0014)."""
     if "tombstones" not in set(inspect(conn).get_table_names()):
         return []
-    return [dict(row._mapping) for row in conn.execute(select(s.tombstones))]
+    names = [c.name for c in s.tombstones.c]
+    rows = Raw(conn).all(f"SELECT {columns(s.tombstones, 't')} FROM tombstones t", {})
+    return [dict(zip(names, row, strict=True)) for row in rows]
 
 
 def _keep_deleted(conn: Connection, deleted: list[dict[str, Any]]) -> None:
     """Bytes deleted in a replaced ledger stay deleted (docs/operations.md, "Retention and
     deletion"): their tombstones are carried over (where the project was restored) and every
     tombstoned blob is removed, whatever the backup holds."""
-    projects = {r[0] for r in conn.execute(select(s.projects.c.id))}
-    have = {(r[0], r[1]) for r in conn.execute(select(s.tombstones.c.project_id, s.tombstones.c.digest))}
+    raw = Raw(conn)
+    projects = {r[0] for r in raw.all("SELECT id FROM projects", {})}
+    have = {(r[0], r[1]) for r in raw.all("SELECT project_id, digest FROM tombstones", {})}
     for row in deleted:
         key = (row["project_id"], row["digest"])
         if key not in have and row["project_id"] in projects:
-            conn.execute(s.tombstones.insert().values(**row))
+            raw.run(_ADD_TOMBSTONE, row)
             have.add(key)
     digests = sorted({d for _p, d in have} | {row["digest"] for row in deleted})
     for i in range(0, len(digests), 500):
         part = digests[i : i + 500]
-        conn.execute(s.blob_refs.delete().where(s.blob_refs.c.digest.in_(part)))
-        conn.execute(s.blobs.delete().where(s.blobs.c.digest.in_(part)))
+        where = " WHERE digest IN " + in_list("d", len(part))
+        raw.run("DELETE FROM blob_refs" + where, in_params("d", part))
+        raw.run("DELETE FROM blobs" + where, in_params("d", part))
 
 
 def _verify(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
@@ -248,14 +263,20 @@ def _previous_authority(conn: Connection) -> dict[str, Any]:
     names = set(inspect(conn).get_table_names())
     if not {"meta", "tasks"} <= names:
         return {"incarnation": "", "fence": 0, "clock_last": 0.0}
-    meta = {str(k): str(v) for k, v in conn.execute(select(s.meta.c.key, s.meta.c.value))}
-    fence = conn.execute(select(func.max(s.tasks.c.fence))).scalar() or 0
+    raw = Raw(conn)
+    meta = {str(k): str(v) for k, v in raw.all("SELECT key, value FROM meta", {})}
+    fence = _max_fence(raw)
     floor = int(meta.get("fence_floor", "0"))
     return {
         "incarnation": meta.get("incarnation", ""),
         "fence": max(int(fence), floor),
         "clock_last": float(meta.get("clock_last", "0")),
     }
+
+
+def _max_fence(raw: Raw) -> int:
+    row = raw.one("SELECT max(fence) FROM tasks", {})
+    return int(row[0] or 0) if row is not None else 0
 
 
 def _prepare_target(conn: Connection, schema: str) -> None:
@@ -327,11 +348,13 @@ def _restart_sequence(conn: Connection) -> None:
     not in the file)."""
     if conn.dialect.name != "postgresql":
         return
-    last = conn.execute(select(func.max(s.events.c.seq))).scalar()
+    raw = Raw(conn)
+    row = raw.one("SELECT max(seq) FROM events", {})
+    last = row[0] if row is not None else None
     if last:
-        conn.execute(select(func.setval("events_seq", int(last))))
+        raw.one("SELECT setval('events_seq', :last)", {"last": int(last)})
     else:
-        conn.execute(select(func.setval("events_seq", 1, False)))
+        raw.one("SELECT setval('events_seq', 1, false)", {})
 
 
 def _new_incarnation(
@@ -345,10 +368,11 @@ def _new_incarnation(
     tx = store.tx_on(conn, write=True)
     now = store.authority_clock(conn)  # the new incarnation's clock guard starts here
     latest = max(now, tx.now, float(previous["clock_last"]))
-    backup_fence = conn.execute(select(func.max(s.tasks.c.fence))).scalar() or 0
+    raw = Raw(conn)
+    backup_fence = _max_fence(raw)
     backup_floor = int(tx.meta.get("fence_floor") or "0")
     floor = 1 + max(int(latest * 1_000_000), int(backup_fence), backup_floor, int(previous["fence"]))
-    conn.execute(update(s.tasks).where(s.tasks.c.fence < floor).values(fence=floor))
+    raw.run("UPDATE tasks SET fence = :floor WHERE fence < :floor", {"floor": floor})
     incarnation = "inc_" + secrets.token_hex(16)
     tx.meta.set("incarnation", incarnation)
     tx.meta.set("fence_floor", str(floor))

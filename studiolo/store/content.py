@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
+from sqlalchemy import Connection
 
 from studiolo.core.model import Artifact, Candidate, FileMode, Observation
 from studiolo.core.paths import ancestor_files, ancestors, file_dir_conflicts
@@ -17,25 +17,23 @@ from studiolo.store._raw import Raw, Rows, columns, in_list, in_params
 
 __all__ = ["ContentRepo", "candidate_of"]
 
-# Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
-_ART_KEY = (s.artifacts.c.project_id == bindparam("p"), s.artifacts.c.path == bindparam("pth"))
-_ARTIFACT = select(s.artifacts).where(*_ART_KEY)
-_INSERT_ARTIFACT = insert(s.artifacts)
+# An artifact, and the writes of an edit (plain SQL text, see `_raw`).
+_ARTIFACTS = f"SELECT {columns(s.artifacts, 'a')} FROM artifacts a WHERE a.project_id = :p"
+_INSERT_ARTIFACT = (
+    "INSERT INTO artifacts (project_id, path, revision, digest, updated_at, mode)"
+    " VALUES (:p, :pth, :rev, :d, :at, :m)"
+)
 _MOVE_ARTIFACT = (
-    update(s.artifacts)
-    .where(*_ART_KEY)
-    .values(revision=bindparam("rev"), digest=bindparam("d"), updated_at=bindparam("at"), mode=bindparam("m"))
+    "UPDATE artifacts SET revision = :rev, digest = :d, updated_at = :at, mode = :m"
+    " WHERE project_id = :p AND path = :pth"
 )
-_INSERT_REVISION = insert(s.artifact_revisions)
-_BUMP_COLLECTION = (
-    update(s.collections)
-    .where(s.collections.c.project_id == bindparam("p"), s.collections.c.prefix == bindparam("pfx"))
-    .values(revision=s.collections.c.revision + 1)
+_INSERT_REVISION = (
+    "INSERT INTO artifact_revisions (project_id, path, revision, digest, changed_at, actor, cause, mode)"
+    " VALUES (:p, :pth, :rev, :d, :at, :actor, :cause, :m)"
 )
-_INSERT_COLLECTION = insert(s.collections)
-_BLOB_REFS = select(s.blob_refs.c.digest).where(
-    s.blob_refs.c.project_id == bindparam("p"), s.blob_refs.c.digest.in_(bindparam("ds", expanding=True))
-)
+_BUMP_COLLECTION = "UPDATE collections SET revision = revision + 1 WHERE project_id = :p AND prefix = :pfx"
+_INSERT_COLLECTION = "INSERT INTO collections (project_id, prefix, revision) VALUES (:p, :pfx, 1)"
+_LIKE_ESCAPE = str.maketrans({"/": "//", "%": "/%", "_": "/_"})  # `LIKE ... ESCAPE '/'`
 
 # The cycle's blob and candidate statements (prepared SQL, see `_raw`).
 _PUT_BLOB = (
@@ -65,6 +63,11 @@ _EVER_DIRS = "SELECT 1, prefix FROM collections WHERE project_id = :p AND "
 _LIVE_UNDER = (
     "SELECT path FROM artifacts WHERE project_id = :p AND digest IS NOT NULL"
     " AND substr(path, 1, CAST(:n AS INTEGER)) = :pfx ORDER BY path LIMIT :k"
+)
+_OBSERVATIONS = f"SELECT {columns(s.observations, 'o')} FROM observations o WHERE o.project_id = :p"
+_INSERT_OBSERVATION = (
+    f"INSERT INTO observations ({', '.join(c.name for c in s.observations.c)})"
+    f" VALUES ({', '.join(':' + c.name for c in s.observations.c)})"
 )
 _CHUNK = 400  # rows per multi-row statement: well inside both back-ends' parameter limits
 
@@ -143,7 +146,6 @@ def _rows(n: int, **columns: list[Any]) -> dict[str, Any]:
 
 class ContentRepo:
     def __init__(self, conn: Connection) -> None:
-        self._c = conn
         self._raw = Raw(conn)
 
     # blobs
@@ -182,28 +184,20 @@ class ContentRepo:
 
     def paths_of_blob(self, project_id: str, digest: str) -> set[str]:
         """Every path of the project that holds or held these bytes, or that a candidate writes."""
-        revs = self._c.execute(
-            select(s.artifact_revisions.c.path).where(
-                s.artifact_revisions.c.project_id == project_id, s.artifact_revisions.c.digest == digest
-            )
-        )
-        paths = {r.path for r in revs}
-        cands = self._c.execute(
-            select(s.candidates.c.manifest).where(
-                s.candidates.c.project_id == project_id,
-                s.candidates.c.manifest.contains(digest, autoescape=True),
-            )
-        )
-        for row in cands:
-            paths.update(p for p, d in loads(row.manifest)["files"].items() if d == digest)
+        params = {"p": project_id, "d": digest, "like": "%" + digest.translate(_LIKE_ESCAPE) + "%"}
+        sql = "SELECT path FROM artifact_revisions WHERE project_id = :p AND digest = :d"
+        paths = {r[0] for r in self._raw.all(sql, params)}
+        sql = "SELECT manifest FROM candidates WHERE project_id = :p AND manifest LIKE :like ESCAPE '/'"
+        for (manifest,) in self._raw.all(sql, params):
+            paths.update(p for p, d in loads(manifest)["files"].items() if d == digest)
         return paths
 
     def has_blob(self, digest: str) -> bool:
         return not self.blob_gaps(None, [digest])[0]
 
     def blob(self, digest: str) -> bytes | None:
-        row = self._c.execute(select(s.blobs.c.data).where(s.blobs.c.digest == digest)).first()
-        return bytes(row.data) if row else None
+        row = self._raw.one("SELECT data FROM blobs WHERE digest = :d", {"d": digest})
+        return bytes(row[0]) if row else None
 
     def blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
         """`blob` of each digest stored (a missing one is absent): one statement per chunk."""
@@ -211,8 +205,8 @@ class ContentRepo:
         out: dict[str, bytes] = {}
         for i in range(0, len(wanted), _CHUNK):
             part = wanted[i : i + _CHUNK]
-            rows = self._c.execute(select(s.blobs.c.digest, s.blobs.c.data).where(s.blobs.c.digest.in_(part)))
-            out.update((str(r.digest), bytes(r.data)) for r in rows)
+            sql = "SELECT digest, data FROM blobs WHERE digest IN " + in_list("d", len(part))
+            out.update((str(d), bytes(data)) for d, data in self._raw.all(sql, in_params("d", part)))
         return out
 
     def delete_blobs(self, digests: Iterable[str]) -> int:
@@ -220,62 +214,59 @@ class ContentRepo:
         wanted = list(digests)
         if not wanted:
             return 0
-        self._c.execute(delete(s.blob_refs).where(s.blob_refs.c.digest.in_(wanted)))
-        return int(self._c.execute(delete(s.blobs).where(s.blobs.c.digest.in_(wanted))).rowcount)
+        where, params = " WHERE digest IN " + in_list("d", len(wanted)), in_params("d", wanted)
+        self._raw.run("DELETE FROM blob_refs" + where, params)
+        return self._raw.run("DELETE FROM blobs" + where, params)
 
     def all_blob_digests(self) -> list[tuple[str, float]]:
         """Every blob's digest and the time it was last staged."""
-        rows = self._c.execute(select(s.blobs.c.digest, s.blobs.c.created_at))
-        return [(r.digest, r.created_at) for r in rows]
+        return [(d, at) for d, at in self._raw.all("SELECT digest, created_at FROM blobs", {})]
 
     def referenced_digests(self) -> set[str]:
         """The digests an artifact revision, a candidate, a receipt's log or a delegation's evidence names."""
-        refs = {r[0] for r in self._c.execute(select(s.artifact_revisions.c.digest)) if r[0]}
-        for row in self._c.execute(select(s.candidates.c.manifest)):
-            refs.update(d for d in loads(row.manifest)["files"].values() if d)
-        for row in self._c.execute(select(s.receipts.c.body)):
-            log = loads(row.body).get("log_digest")
+        refs = {r[0] for r in self._raw.all("SELECT digest FROM artifact_revisions", {}) if r[0]}
+        for (manifest,) in self._raw.all("SELECT manifest FROM candidates", {}):
+            refs.update(d for d in loads(manifest)["files"].values() if d)
+        for (body,) in self._raw.all("SELECT body FROM receipts", {}):
+            log = loads(body).get("log_digest")
             if log:
                 refs.add(log)  # a receipt's log is evidence too: keep it as long as the receipt
-        for row in self._c.execute(select(s.a2a_remote_delegations.c.evidence)):
-            blobs = loads(row.evidence).get("blobs", [])
+        for (evidence,) in self._raw.all("SELECT evidence FROM a2a_remote_delegations", {}):
+            blobs = loads(evidence).get("blobs", [])
             refs.update(d for d in blobs if isinstance(d, str))  # a delegation's evidence
         return refs
 
     # artifacts
     def artifact(self, project_id: str, path: str) -> Artifact | None:
-        row = self._c.execute(_ARTIFACT, {"p": project_id, "pth": path}).first()
+        row = self._raw.one(_ARTIFACTS + " AND a.path = :pth", {"p": project_id, "pth": path})
         return _artifact(row) if row else None
 
     def artifacts(self, project_id: str, prefix: str = "") -> list[Artifact]:
-        q = select(s.artifacts).where(s.artifacts.c.project_id == project_id)
-        if prefix:
-            q = q.where(s.artifacts.c.path.startswith(prefix, autoescape=True))
-        return [_artifact(r) for r in self._c.execute(q.order_by(s.artifacts.c.path))]
+        where = " AND a.path LIKE :like ESCAPE '/'" if prefix else ""
+        params = {"p": project_id, "like": prefix.translate(_LIKE_ESCAPE) + "%"}
+        return [_artifact(r) for r in self._raw.all(_ARTIFACTS + where + " ORDER BY a.path", params)]
 
     def revisions(self, project_id: str, paths: Iterable[str]) -> dict[str, int]:
         """Current revision of each path; 0 for a path that never existed."""
         return self.declared_revisions(project_id, paths, ())[0]
 
     def history(self, project_id: str, path: str) -> list[dict[str, Any]]:
-        rows = self._c.execute(
-            select(s.artifact_revisions)
-            .where(
-                s.artifact_revisions.c.project_id == project_id,
-                s.artifact_revisions.c.path == path,
-            )
-            .order_by(s.artifact_revisions.c.revision)
+        sql = (
+            "SELECT revision, digest, changed_at, actor, cause, mode FROM artifact_revisions"
+            " WHERE project_id = :p AND path = :pth ORDER BY revision"
         )
         return [
             {
-                "revision": int(r.revision),
-                "digest": r.digest,
-                "changed_at": r.changed_at,
-                "actor": r.actor,
-                "cause": r.cause,
-                "mode": FileMode(r.mode),
+                "revision": int(revision),
+                "digest": digest,
+                "changed_at": changed_at,
+                "actor": actor,
+                "cause": cause,
+                "mode": FileMode(mode),
             }
-            for r in rows
+            for revision, digest, changed_at, actor, cause, mode in self._raw.all(
+                sql, {"p": project_id, "pth": path}
+            )
         ]
 
     def write_artifact(
@@ -297,25 +288,9 @@ class ContentRepo:
         elif mode is None:
             live = current is not None and current.digest is not None
             mode = current.mode if current is not None and live else FileMode.REGULAR
-        if current is None:
-            values = {"project_id": project_id, "path": path, "revision": revision, "digest": digest}
-            self._c.execute(_INSERT_ARTIFACT, {**values, "updated_at": at, "mode": mode.value})
-        else:
-            move = {"p": project_id, "pth": path, "rev": revision, "d": digest, "at": at, "m": mode.value}
-            self._c.execute(_MOVE_ARTIFACT, move)
-        self._c.execute(
-            _INSERT_REVISION,
-            {
-                "project_id": project_id,
-                "path": path,
-                "revision": revision,
-                "digest": digest,
-                "changed_at": at,
-                "actor": actor,
-                "cause": cause,
-                "mode": mode.value,
-            },
-        )
+        values = {"p": project_id, "pth": path, "rev": revision, "d": digest, "at": at, "m": mode.value}
+        self._raw.run(_INSERT_ARTIFACT if current is None else _MOVE_ARTIFACT, values)
+        self._raw.run(_INSERT_REVISION, values | {"actor": actor, "cause": cause})
         for prefix in ancestors(path):
             self._bump_collection(project_id, prefix)
         return revision
@@ -468,9 +443,9 @@ class ContentRepo:
         return [(prefix[:-1], kept[0])] if kept else []
 
     def _bump_collection(self, project_id: str, prefix: str) -> None:
-        result = self._c.execute(_BUMP_COLLECTION, {"p": project_id, "pfx": prefix})
-        if result.rowcount == 0:
-            self._c.execute(_INSERT_COLLECTION, {"project_id": project_id, "prefix": prefix, "revision": 1})
+        key = {"p": project_id, "pfx": prefix}
+        if self._raw.run(_BUMP_COLLECTION, key) == 0:
+            self._raw.run(_INSERT_COLLECTION, key)
 
     def collection_revisions(self, project_id: str, prefixes: Iterable[str]) -> dict[str, int]:
         return self.declared_revisions(project_id, (), prefixes)[1]
@@ -551,14 +526,12 @@ class ContentRepo:
 
     # observations
     def add_observation(self, o: Observation) -> None:
-        self._c.execute(insert(s.observations).values(**vars(o)))
+        self._raw.run(_INSERT_OBSERVATION, vars(o))
 
     def observations(self, project_id: str, target: str | None = None) -> list[Observation]:
-        q = select(s.observations).where(s.observations.c.project_id == project_id)
-        if target is not None:
-            q = q.where(s.observations.c.target == target)
-        rows = self._c.execute(q.order_by(s.observations.c.observed_at, s.observations.c.id))
-        return [Observation(**r._mapping) for r in rows]
+        where = " AND o.target = :t" if target is not None else ""
+        sql = _OBSERVATIONS + where + " ORDER BY o.observed_at, o.id"
+        return [_observation(r) for r in self._raw.all(sql, {"p": project_id, "t": target})]
 
 
 def _observation(row: Sequence[Any]) -> Observation:
@@ -584,14 +557,13 @@ def _manifest(c: Candidate) -> dict[str, Any]:
     }
 
 
-def _artifact(row: Row[Any]) -> Artifact:
-    return Artifact(
-        row.project_id, row.path, int(row.revision), row.digest, row.updated_at, FileMode(row.mode)
-    )
+def _artifact(row: Sequence[Any]) -> Artifact:
+    project_id, path, revision, digest, updated_at, mode = row
+    return Artifact(project_id, path, int(revision), digest, updated_at, FileMode(mode))
 
 
 def candidate_of(row: Sequence[Any]) -> Candidate:
-    """A candidate from its columns in table order (a SQLAlchemy row or a driver tuple)."""
+    """A candidate from its columns in table order."""
     cid, _project, task_id, attempt_id, manifest, digest, dependency_digest, created_at, modes = row
     m = loads(manifest)
     return Candidate(

@@ -19,9 +19,12 @@ an incarnation: it is at least `meta.clock_last` and the time of the last event 
 chain the write holds (`backend.guarded_now`).
 
 SQL is written one way: plain text with `:name` placeholders, the same for both back-ends,
-run through `_raw.Raw` on the driver's own connection (the hot path: SQLAlchemy's execution
-machinery costs tens of microseconds a statement, more than SQLite's own work). Older reads
-still built with SQLAlchemy Core run on the same connection and transaction.
+run through `_raw.Raw` inside a transaction or `_raw.Bare` outside one, on the driver's own
+connection (SQLAlchemy's execution machinery costs tens of microseconds a statement, more
+than SQLite's own work). Where a statement must differ per back-end, both spellings sit
+together with the reason beside them. SQLAlchemy keeps the engines and connections, the
+schema (`schema.py`) and the migrations; Core builds statements only where they are
+generated over every table (`backup.py`'s copy).
 """
 
 from __future__ import annotations

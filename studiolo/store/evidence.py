@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection
 
 from studiolo.core.model import Receipt
 from studiolo.store import schema as s
@@ -15,7 +15,7 @@ from studiolo.store._raw import Raw, columns, in_list, in_params
 
 __all__ = ["EvidenceRepo", "Gathered", "Pin"]
 
-_RECEIPTS = select(s.receipts).where(s.receipts.c.id.in_(bindparam("ids", expanding=True)))
+_RECEIPTS = f"SELECT {columns(s.receipts, 'r')} FROM receipts r WHERE r.id IN "
 # Receipts about any candidate of one attempt with the same bytes and dependencies.
 # The completion's evidence read (prepared SQL, see `_raw`): the cited receipts of the project
 # and every receipt recorded for the candidate's bytes, each with its issuer's current key.
@@ -71,7 +71,6 @@ class Gathered:
 
 class EvidenceRepo:
     def __init__(self, conn: Connection) -> None:
-        self._c = conn
         self._raw = Raw(conn)
 
     def add_receipt(self, r: Receipt, at: float, issuer_kid: str, reused_from: str | None = None) -> None:
@@ -126,8 +125,8 @@ class EvidenceRepo:
         wanted = sorted(set(ids))
         if not wanted:
             return {}
-        rows = self._c.execute(_RECEIPTS, {"ids": wanted})
-        return {r.id: _receipt(r) for r in rows}
+        rows = self._raw.all(_RECEIPTS + in_list("r", len(wanted)), in_params("r", wanted))
+        return {r[0]: _receipt(r) for r in rows}
 
     def receipts_of_candidate(self, candidate_id: str) -> list[Receipt]:
         return [_receipt(r) for r in self._raw.all(_RECEIPTS_OF_CANDIDATE, {"c": candidate_id})]
@@ -143,7 +142,7 @@ class EvidenceRepo:
 
 
 def _receipt(row: Sequence[Any]) -> Receipt:
-    """A receipt from its columns in table order (a SQLAlchemy row or a driver tuple)."""
+    """A receipt from its columns in table order."""
     rid, project_id, candidate_id, body, signature, _issuer, reused_from = row[:7]
     return Receipt.from_signed(
         loads(body),

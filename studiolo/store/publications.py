@@ -25,7 +25,6 @@ _AFTER = (
 _HEAD = "SELECT MAX(version) FROM publications WHERE project_id = :p"
 _PENDING = "SELECT COUNT(*) FROM publications WHERE project_id = :p AND version > :v"
 _PROJECTS = "SELECT id FROM projects ORDER BY id"
-_EVENT = "SELECT hash FROM events WHERE seq = :v"
 
 
 class PublicationRepo:
@@ -68,13 +67,9 @@ class PublicationRepo:
         """Every project's id (each may have a publication log)."""
         return [str(r[0]) for r in self._raw.all(_PROJECTS, {})]
 
-    def event_hash(self, version: int) -> str | None:
-        """The audit event's hash at a version: the chain's head right after that change."""
-        row = self._raw.one(_EVENT, {"v": version})
-        return str(row[0]) if row else None
-
     def event_hashes(self, versions: Sequence[int]) -> dict[int, str]:
-        """`event_hash` of each version (those with an event): one statement per 400."""
+        """The audit event's hash at each version (those with an event), the chain's head right
+        after that change: one statement per 400."""
         out: dict[int, str] = {}
         wanted = sorted(set(versions))
         for i in range(0, len(wanted), 400):

@@ -2,82 +2,109 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection
+from sqlalchemy.exc import NoResultFound
 
 from studiolo.core.remote import RemoteDelegation, RemoteOrg, RemoteState
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
+from studiolo.store._raw import Raw, columns, in_list, in_params
 
 __all__ = ["RemoteRepo"]
+
+_ORG_COLUMNS = (
+    "id",
+    "project_id",
+    "name",
+    "keys",
+    "agent_id",
+    "verifier_id",
+    "checker",
+    "target",
+    "created_at",
+    "revoked_at",
+    "origins",
+)
+_ORGS = f"SELECT {', '.join(_ORG_COLUMNS)} FROM a2a_remote_orgs"
+_ADD_ORG = (
+    f"INSERT INTO a2a_remote_orgs ({', '.join(_ORG_COLUMNS)}, attest_key)"
+    f" VALUES ({', '.join(':' + c for c in _ORG_COLUMNS)}, :attest_key)"
+)
+_DELEGATION_COLUMNS = tuple(c.name for c in s.a2a_remote_delegations.c)  # `_values` order
+_DELEGATIONS = f"SELECT {columns(s.a2a_remote_delegations, 'd')} FROM a2a_remote_delegations d"
+_ADD_DELEGATION = (
+    f"INSERT INTO a2a_remote_delegations ({', '.join(_DELEGATION_COLUMNS)})"
+    f" VALUES ({', '.join(':' + c for c in _DELEGATION_COLUMNS)})"
+)
+_UPDATE_DELEGATION = (
+    "UPDATE a2a_remote_delegations SET "
+    + ", ".join(f"{c} = :{c}" for c in _DELEGATION_COLUMNS if c != "id")
+    + " WHERE id = :id"
+)
 
 
 class RemoteRepo:
     def __init__(self, conn: Connection) -> None:
-        self._c = conn
+        self._raw = Raw(conn)
 
     # trust anchors -------------------------------------------------------------
     def add_org(self, org: RemoteOrg, attest_key: str) -> None:
-        self._c.execute(
-            insert(s.a2a_remote_orgs).values(
-                id=org.id,
-                project_id=org.project_id,
-                name=org.name,
-                keys=dumps(dict(org.keys)),
-                agent_id=org.agent_id,
-                verifier_id=org.verifier_id,
-                checker=org.checker,
-                target=org.target,
-                attest_key=attest_key,
-                created_at=org.created_at,
-                revoked_at=None,
-                origins=dumps(list(org.origins)),
-            )
-        )
+        values = {
+            "id": org.id,
+            "project_id": org.project_id,
+            "name": org.name,
+            "keys": dumps(dict(org.keys)),
+            "agent_id": org.agent_id,
+            "verifier_id": org.verifier_id,
+            "checker": org.checker,
+            "target": org.target,
+            "created_at": org.created_at,
+            "revoked_at": None,
+            "origins": dumps(list(org.origins)),
+            "attest_key": attest_key,
+        }
+        self._raw.run(_ADD_ORG, values)
 
     def org(self, org_id: str) -> RemoteOrg | None:
-        row = self._c.execute(select(s.a2a_remote_orgs).where(s.a2a_remote_orgs.c.id == org_id)).first()
+        row = self._raw.one(_ORGS + " WHERE id = :id", {"id": org_id})
         return _org(row) if row else None
 
     def org_by_name(self, project_id: str, name: str) -> RemoteOrg | None:
-        t = s.a2a_remote_orgs
-        row = self._c.execute(select(t).where(t.c.project_id == project_id, t.c.name == name)).first()
+        row = self._raw.one(_ORGS + " WHERE project_id = :p AND name = :n", {"p": project_id, "n": name})
         return _org(row) if row else None
 
     def orgs(self, project_id: str) -> list[RemoteOrg]:
-        t = s.a2a_remote_orgs
         return [
-            _org(r) for r in self._c.execute(select(t).where(t.c.project_id == project_id).order_by(t.c.name))
+            _org(r) for r in self._raw.all(_ORGS + " WHERE project_id = :p ORDER BY name", {"p": project_id})
         ]
 
     def attest_key(self, org_id: str) -> str:
-        t = s.a2a_remote_orgs
-        return str(self._c.execute(select(t.c.attest_key).where(t.c.id == org_id)).scalar_one())
+        row = self._raw.one("SELECT attest_key FROM a2a_remote_orgs WHERE id = :id", {"id": org_id})
+        if row is None:
+            raise NoResultFound("No row was found when one was required")  # as `scalar_one()` said
+        return str(row[0])
 
     def set_origins(self, org_id: str, origins: tuple[str, ...]) -> None:
-        t = s.a2a_remote_orgs
-        self._c.execute(update(t).where(t.c.id == org_id).values(origins=dumps(list(origins))))
+        sql = "UPDATE a2a_remote_orgs SET origins = :origins WHERE id = :id"
+        self._raw.run(sql, {"id": org_id, "origins": dumps(list(origins))})
 
     def revoke_org(self, org_id: str, at: float) -> None:
-        t = s.a2a_remote_orgs
-        self._c.execute(update(t).where(t.c.id == org_id, t.c.revoked_at.is_(None)).values(revoked_at=at))
+        sql = "UPDATE a2a_remote_orgs SET revoked_at = :at WHERE id = :id AND revoked_at IS NULL"
+        self._raw.run(sql, {"id": org_id, "at": at})
 
     # delegations ----------------------------------------------------------------
     def add_delegation(self, d: RemoteDelegation) -> None:
-        self._c.execute(insert(s.a2a_remote_delegations).values(**_values(d)))
+        self._raw.run(_ADD_DELEGATION, _values(d))
 
     def delegation(self, dlg_id: str) -> RemoteDelegation | None:
-        t = s.a2a_remote_delegations
-        row = self._c.execute(select(t).where(t.c.id == dlg_id)).first()
+        row = self._raw.one(_DELEGATIONS + " WHERE d.id = :id", {"id": dlg_id})
         return _delegation(row) if row else None
 
     def update_delegation(self, d: RemoteDelegation) -> None:
-        t = s.a2a_remote_delegations
-        values = _values(d)
-        del values["id"]
-        self._c.execute(update(t).where(t.c.id == d.id).values(**values))
+        self._raw.run(_UPDATE_DELEGATION, _values(d))
 
     def delegations(
         self,
@@ -86,15 +113,21 @@ class RemoteRepo:
         task_id: str | None = None,
         limit: int = 1000,
     ) -> list[RemoteDelegation]:
-        t = s.a2a_remote_delegations
-        q = select(t).order_by(t.c.created_at, t.c.id).limit(limit)
+        where: list[str] = []
+        params: dict[str, Any] = {"limit": limit}
         if project_id is not None:
-            q = q.where(t.c.project_id == project_id)
+            where.append("d.project_id = :p")
+            params["p"] = project_id
         if states is not None:
-            q = q.where(t.c.state.in_([st.value for st in states]))
+            values = [st.value for st in states]
+            where.append("d.state IN " + in_list("state", len(values)) if values else "1 = 0")
+            params |= in_params("state", values)
         if task_id is not None:
-            q = q.where(t.c.task_id == task_id)
-        return [_delegation(r) for r in self._c.execute(q)]
+            where.append("d.task_id = :t")
+            params["t"] = task_id
+        clause = " WHERE " + " AND ".join(where) if where else ""
+        rows = self._raw.all(_DELEGATIONS + clause + " ORDER BY d.created_at, d.id LIMIT :limit", params)
+        return [_delegation(r) for r in rows]
 
 
 def _values(d: RemoteDelegation) -> dict[str, Any]:
@@ -121,41 +154,24 @@ def _values(d: RemoteDelegation) -> dict[str, Any]:
     }
 
 
-def _org(row: Row[Any]) -> RemoteOrg:
+def _org(row: Sequence[Any]) -> RemoteOrg:
+    id_, project_id, name, keys, agent_id, verifier_id, checker, target, created_at, revoked_at, origins = row
     return RemoteOrg(
-        row.id,
-        row.project_id,
-        row.name,
-        loads(row.keys),
-        row.agent_id,
-        row.verifier_id,
-        row.checker,
-        row.target,
-        row.created_at,
-        row.revoked_at,
-        tuple(loads(row.origins)),
+        id_,
+        project_id,
+        name,
+        loads(keys),
+        agent_id,
+        verifier_id,
+        checker,
+        target,
+        created_at,
+        revoked_at,
+        tuple(loads(origins)),
     )
 
 
-def _delegation(row: Row[Any]) -> RemoteDelegation:
-    return RemoteDelegation(
-        id=row.id,
-        project_id=row.project_id,
-        task_id=row.task_id,
-        org_id=row.org_id,
-        agent_url=row.agent_url,
-        card_digest=row.card_digest,
-        pinned=loads(row.pinned),
-        attempt_id=row.attempt_id,
-        fence=row.fence,
-        state=RemoteState(row.state),
-        remote_task_id=row.remote_task_id,
-        remote_state=row.remote_state,
-        since=row.since,
-        reason=row.reason,
-        evidence=loads(row.evidence),
-        completion_id=row.completion_id,
-        created_by=row.created_by,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
+def _delegation(row: Sequence[Any]) -> RemoteDelegation:
+    d = dict(zip(_DELEGATION_COLUMNS, row, strict=True))
+    d["pinned"], d["evidence"] = loads(d["pinned"]), loads(d["evidence"])
+    return RemoteDelegation(**(d | {"state": RemoteState(d["state"])}))

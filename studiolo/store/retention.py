@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection
 
 from studiolo.core.remote import RemoteState
 from studiolo.core.retention import Hold, RetainedKind, RetentionPolicy, Tombstone
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw
+from studiolo.store._raw import Raw, columns, in_list, in_params
 
 __all__ = ["Expired", "RetentionRepo"]
 
@@ -33,11 +33,40 @@ _DELETED_OF_CANDIDATE = (
     " ORDER BY t.deleted_at, t.digest"
 )
 _FINAL = [state.value for state in RemoteState if state.final]
+_KINDS = tuple(k.value for k in RetainedKind)  # each one a column of retention_policies
+_SET_POLICY = (
+    f"INSERT INTO retention_policies (project_id, updated_at, updated_by, {', '.join(_KINDS)})"
+    f" VALUES (:p, :at, :by, {', '.join(':' + k for k in _KINDS)})"
+)
+_HOLDS = f"SELECT {columns(s.legal_holds, 'h')} FROM legal_holds h"
+_TOMBSTONES = f"SELECT {columns(s.tombstones, 't')} FROM tombstones t"
+_ADD_TOMBSTONE = (
+    "INSERT INTO tombstones (project_id, digest, size, paths, subject, reason, deleted_by, deleted_at)"
+    " VALUES (:p, :d, :size, :paths, :subject, :reason, :by, :at)"
+)
+_NOT_SWEPT = " NOT IN (SELECT subject FROM retention_swept WHERE kind = :kind)"
+_EXPIRED_CANDIDATES = (
+    "SELECT id, task_id, manifest FROM candidates WHERE project_id = :p AND created_at < :before"
+    " AND id NOT IN (SELECT candidate_id FROM completions) AND id" + _NOT_SWEPT
+)
+_EXPIRED_LOGS = (
+    "SELECT r.id, c.task_id, r.body FROM receipts r JOIN candidates c ON c.id = r.candidate_id"
+    " WHERE r.project_id = :p AND r.created_at < :before AND r.id" + _NOT_SWEPT
+)
+_EXPIRED_DELEGATIONS = (
+    "SELECT id, task_id, evidence FROM a2a_remote_delegations WHERE project_id = :p AND updated_at < :before"
+    f" AND state IN {in_list('final', len(_FINAL))} AND id" + _NOT_SWEPT
+)
+# Whether something not yet swept names a digest (`_named`): (table, its JSON column, kind).
+_NAMING = (
+    ("candidates", "manifest", RetainedKind.CANDIDATES),
+    ("receipts", "body", RetainedKind.VERIFIER_LOGS),
+    ("a2a_remote_delegations", "evidence", RetainedKind.DELEGATIONS),
+)
 
 
 class RetentionRepo:
     def __init__(self, conn: Connection) -> None:
-        self._c = conn
         self._raw = Raw(conn)
 
     def deleted_of_task_later(self, project_id: str, task_id: str) -> Callable[[], list[Tombstone]]:
@@ -51,104 +80,98 @@ class RetentionRepo:
 
     # policies ----------------------------------------------------------------
     def policy(self, project_id: str) -> RetentionPolicy:
-        t = s.retention_policies
-        row = self._c.execute(select(t).where(t.c.project_id == project_id)).first()
+        sql = f"SELECT {', '.join(_KINDS)} FROM retention_policies WHERE project_id = :p"
+        row = self._raw.one(sql, {"p": project_id})
         if row is None:
             return RetentionPolicy()
-        return RetentionPolicy(row.candidates, row.verifier_logs, row.delegations, row.audit_detail)
+        periods = dict(zip(_KINDS, row, strict=True))
+        return RetentionPolicy(
+            periods["candidates"], periods["verifier_logs"], periods["delegations"], periods["audit_detail"]
+        )
 
     def set_policy(self, project_id: str, policy: RetentionPolicy, at: float, by: str | None) -> None:
-        t = s.retention_policies
-        self._c.execute(delete(t).where(t.c.project_id == project_id))
+        self._raw.run("DELETE FROM retention_policies WHERE project_id = :p", {"p": project_id})
         values = {k.value: policy.period(k) for k in RetainedKind}
-        self._c.execute(insert(t).values(project_id=project_id, updated_at=at, updated_by=by, **values))
+        self._raw.run(_SET_POLICY, {"p": project_id, "at": at, "by": by} | values)
 
     def projects_with_policy(self) -> list[str]:
         """Projects whose policy expires anything (the sweep's list)."""
-        t = s.retention_policies
-        kept = (
-            (t.c.candidates.is_not(None))
-            | (t.c.verifier_logs.is_not(None))
-            | (t.c.delegations.is_not(None))
-            | (t.c.audit_detail.is_not(None))
-        )
-        return [r[0] for r in self._c.execute(select(t.c.project_id).where(kept).order_by(t.c.project_id))]
+        kept = " OR ".join(f"{k} IS NOT NULL" for k in _KINDS)
+        sql = f"SELECT project_id FROM retention_policies WHERE {kept} ORDER BY project_id"
+        return [r[0] for r in self._raw.all(sql, {})]
 
     # legal holds -------------------------------------------------------------
     def add_hold(self, h: Hold) -> None:
-        self._c.execute(
-            insert(s.legal_holds).values(
-                id=h.id,
-                project_id=h.project_id,
-                task_id=h.task_id,
-                reason=h.reason,
-                placed_by=h.placed_by,
-                placed_at=h.placed_at,
-            )
+        self._raw.run(
+            "INSERT INTO legal_holds (id, project_id, task_id, reason, placed_by, placed_at)"
+            " VALUES (:id, :p, :task, :reason, :by, :at)",
+            {
+                "id": h.id,
+                "p": h.project_id,
+                "task": h.task_id,
+                "reason": h.reason,
+                "by": h.placed_by,
+                "at": h.placed_at,
+            },
         )
 
     def hold(self, hold_id: str) -> Hold | None:
-        row = self._c.execute(select(s.legal_holds).where(s.legal_holds.c.id == hold_id)).first()
-        return _hold(row) if row else None
+        row = self._raw.one(_HOLDS + " WHERE h.id = :id", {"id": hold_id})
+        return Hold(*row) if row else None
 
     def release_hold(self, hold_id: str, at: float, by: str, reason: str) -> None:
-        t = s.legal_holds
-        self._c.execute(
-            update(t)
-            .where(t.c.id == hold_id, t.c.released_at.is_(None))
-            .values(released_at=at, released_by=by, release_reason=reason)
+        self._raw.run(
+            "UPDATE legal_holds SET released_at = :at, released_by = :by, release_reason = :reason"
+            " WHERE id = :id AND released_at IS NULL",
+            {"id": hold_id, "at": at, "by": by, "reason": reason},
         )
 
     def holds(self, project_id: str, *, live: bool = True) -> list[Hold]:
-        t = s.legal_holds
-        q = select(t).where(t.c.project_id == project_id)
-        if live:
-            q = q.where(t.c.released_at.is_(None))
-        return [_hold(r) for r in self._c.execute(q.order_by(t.c.placed_at, t.c.id))]
+        where = " WHERE h.project_id = :p" + (" AND h.released_at IS NULL" if live else "")
+        return [
+            Hold(*r) for r in self._raw.all(_HOLDS + where + " ORDER BY h.placed_at, h.id", {"p": project_id})
+        ]
 
     # tombstones --------------------------------------------------------------
     def add_tombstone(self, stone: Tombstone) -> None:
         """Record deleted bytes; a second deletion of the same bytes in a project keeps the first record."""
-        t = s.tombstones
-        exists = select(t.c.digest).where(t.c.project_id == stone.project_id, t.c.digest == stone.digest)
-        if self._c.execute(exists).first() is not None:
+        key = {"p": stone.project_id, "d": stone.digest}
+        if (
+            self._raw.one("SELECT digest FROM tombstones WHERE project_id = :p AND digest = :d", key)
+            is not None
+        ):
             return
-        self._c.execute(
-            insert(t).values(
-                project_id=stone.project_id,
-                digest=stone.digest,
-                size=stone.size,
-                paths=dumps(list(stone.paths)),
-                subject=stone.subject,
-                reason=stone.reason,
-                deleted_by=stone.deleted_by,
-                deleted_at=stone.deleted_at,
-            )
-        )
+        values = {
+            "size": stone.size,
+            "paths": dumps(list(stone.paths)),
+            "subject": stone.subject,
+            "reason": stone.reason,
+            "by": stone.deleted_by,
+            "at": stone.deleted_at,
+        }
+        self._raw.run(_ADD_TOMBSTONE, key | values)
 
     def tombstones(self, project_id: str, digests: Iterable[str]) -> dict[str, Tombstone]:
         wanted = sorted(set(digests))
         if not wanted:
             return {}
-        t = s.tombstones
-        rows = self._c.execute(select(t).where(t.c.project_id == project_id, t.c.digest.in_(wanted)))
-        return {r.digest: _tombstone(r) for r in rows}
+        sql = _TOMBSTONES + " WHERE t.project_id = :p AND t.digest IN " + in_list("d", len(wanted))
+        rows = self._raw.all(sql, {"p": project_id} | in_params("d", wanted))
+        return {r[1]: _tombstone_row(r) for r in rows}
 
     def tombstone_anywhere(self, digest: str) -> Tombstone | None:
         """The earliest tombstone of these bytes in any project (a service admin's read)."""
-        t = s.tombstones
-        q = select(t).where(t.c.digest == digest).order_by(t.c.deleted_at, t.c.project_id).limit(1)
-        row = self._c.execute(q).first()
-        return _tombstone(row) if row else None
+        sql = _TOMBSTONES + " WHERE t.digest = :d ORDER BY t.deleted_at, t.project_id LIMIT 1"
+        row = self._raw.one(sql, {"d": digest})
+        return _tombstone_row(row) if row else None
 
     def tombstones_of_project(self, project_id: str, limit: int = 1000) -> list[Tombstone]:
-        t = s.tombstones
-        q = select(t).where(t.c.project_id == project_id).order_by(t.c.deleted_at.desc(), t.c.digest)
-        return [_tombstone(r) for r in self._c.execute(q.limit(limit))]
+        sql = _TOMBSTONES + " WHERE t.project_id = :p ORDER BY t.deleted_at DESC, t.digest LIMIT :n"
+        return [_tombstone_row(r) for r in self._raw.all(sql, {"p": project_id, "n": limit})]
 
     def deleted_digests(self) -> set[str]:
         """Every digest some project deleted: a restore must not bring them back."""
-        return {r[0] for r in self._c.execute(select(s.tombstones.c.digest).distinct())}
+        return {r[0] for r in self._raw.all("SELECT DISTINCT digest FROM tombstones", {})}
 
     # what a sweep finds -------------------------------------------------------
     def expired_candidates(
@@ -156,46 +179,29 @@ class RetentionRepo:
     ) -> list[Expired]:
         """Candidates made before `before` that no completion published and no sweep took yet, of
         tasks not `held`."""
-        c = s.candidates
-        q = (
-            select(c.c.id, c.c.task_id, c.c.manifest)
-            .where(
-                c.c.project_id == project_id,
-                c.c.created_at < before,
-                c.c.id.not_in(select(s.completions.c.candidate_id)),
-                c.c.id.not_in(self._swept(RetainedKind.CANDIDATES)),
-                c.c.task_id.not_in(list(held)),
-            )
-            .order_by(c.c.created_at, c.c.id)
-            .limit(limit)
+        sql, params = _unheld(
+            _EXPIRED_CANDIDATES, "task_id", project_id, before, RetainedKind.CANDIDATES, held
         )
         out: list[Expired] = []
-        for row in self._c.execute(q):
-            files = loads(row.manifest)["files"].values()
-            out.append((row.id, row.task_id, sorted({d for d in files if d})))
+        for cid, task_id, manifest in self._raw.all(
+            sql + " ORDER BY created_at, id LIMIT :n", params | {"n": limit}
+        ):
+            files = loads(manifest)["files"].values()
+            out.append((cid, task_id, sorted({d for d in files if d})))
         return out
 
     def expired_logs(
         self, project_id: str, before: float, limit: int, held: Sequence[str] = ()
     ) -> list[Expired]:
         """Receipts recorded before `before` that name a log no sweep took yet."""
-        r, c = s.receipts, s.candidates
-        q = (
-            select(r.c.id, c.c.task_id, r.c.body)
-            .join(c, c.c.id == r.c.candidate_id)
-            .where(
-                r.c.project_id == project_id,
-                r.c.created_at < before,
-                r.c.id.not_in(self._swept(RetainedKind.VERIFIER_LOGS)),
-                c.c.task_id.not_in(list(held)),
-            )
-            .order_by(r.c.created_at, r.c.id)
+        sql, params = _unheld(
+            _EXPIRED_LOGS, "c.task_id", project_id, before, RetainedKind.VERIFIER_LOGS, held
         )
         out: list[Expired] = []
-        for row in self._c.execute(q):
-            log = loads(row.body).get("log_digest")
+        for rid, task_id, body in self._raw.all(sql + " ORDER BY r.created_at, r.id", params):
+            log = loads(body).get("log_digest")
             if isinstance(log, str):
-                out.append((row.id, row.task_id, [log]))
+                out.append((rid, task_id, [log]))
             if len(out) >= limit:
                 break
         return out
@@ -204,36 +210,23 @@ class RetentionRepo:
         self, project_id: str, before: float, limit: int, held: Sequence[str] = ()
     ) -> list[Expired]:
         """Delegations that ended (a final state) before `before`, whose evidence no sweep took yet."""
-        d = s.a2a_remote_delegations
-        q = (
-            select(d.c.id, d.c.task_id, d.c.evidence)
-            .where(
-                d.c.project_id == project_id,
-                d.c.updated_at < before,
-                d.c.state.in_(_FINAL),
-                d.c.id.not_in(self._swept(RetainedKind.DELEGATIONS)),
-                d.c.task_id.not_in(list(held)),
-            )
-            .order_by(d.c.updated_at, d.c.id)
-            .limit(limit)
-        )
+        kind = RetainedKind.DELEGATIONS
+        sql, params = _unheld(_EXPIRED_DELEGATIONS, "task_id", project_id, before, kind, held)
+        params |= in_params("final", _FINAL) | {"n": limit}
         out: list[Expired] = []
-        for row in self._c.execute(q):
-            blobs = loads(row.evidence).get("blobs", [])
-            out.append((row.id, row.task_id, sorted({b for b in blobs if isinstance(b, str)})))
+        for did, task_id, evidence in self._raw.all(sql + " ORDER BY updated_at, id LIMIT :n", params):
+            blobs = loads(evidence).get("blobs", [])
+            out.append((did, task_id, sorted({b for b in blobs if isinstance(b, str)})))
         return out
 
     def mark_swept(self, kind: RetainedKind, project_id: str, subjects: Sequence[str], at: float) -> None:
-        if subjects:
-            rows = [
-                {"kind": kind.value, "subject": x, "project_id": project_id, "swept_at": at} for x in subjects
-            ]
-            self._c.execute(insert(s.retention_swept), rows)
+        sql = "INSERT INTO retention_swept (kind, subject, project_id, swept_at) VALUES (:kind, :x, :p, :at)"
+        for x in subjects:
+            self._raw.run(sql, {"kind": kind.value, "x": x, "p": project_id, "at": at})
 
     def swept_count(self, project_id: str) -> dict[str, int]:
-        t = s.retention_swept
-        q = select(t.c.kind, func.count()).where(t.c.project_id == project_id).group_by(t.c.kind)
-        return {k: int(n) for k, n in self._c.execute(q)}
+        sql = "SELECT kind, count(*) FROM retention_swept WHERE project_id = :p GROUP BY kind"
+        return {k: int(n) for k, n in self._raw.all(sql, {"p": project_id})}
 
     def still_named(self, digests: Iterable[str]) -> set[str]:
         """Of `digests`, those something not yet swept still names: an artifact revision (of
@@ -246,17 +239,15 @@ class RetentionRepo:
         return named
 
     def _named(self, digest: str) -> bool:
-        pattern = f'%"{digest}"%'
-        revs = select(s.artifact_revisions.c.digest).where(s.artifact_revisions.c.digest == digest).limit(1)
-        if self._c.execute(revs).first() is not None:
-            return True
-        for table, column, kind in (
-            (s.candidates, s.candidates.c.manifest, RetainedKind.CANDIDATES),
-            (s.receipts, s.receipts.c.body, RetainedKind.VERIFIER_LOGS),
-            (s.a2a_remote_delegations, s.a2a_remote_delegations.c.evidence, RetainedKind.DELEGATIONS),
+        params = {"d": digest, "like": f'%"{digest}"%'}
+        if (
+            self._raw.one("SELECT digest FROM artifact_revisions WHERE digest = :d LIMIT 1", params)
+            is not None
         ):
-            q = select(table.c.id).where(column.like(pattern), table.c.id.not_in(self._swept(kind))).limit(1)
-            if self._c.execute(q).first() is not None:
+            return True
+        for table, column, kind in _NAMING:
+            sql = f"SELECT id FROM {table} WHERE {column} LIKE :like AND id{_NOT_SWEPT} LIMIT 1"
+            if self._raw.one(sql, params | {"kind": kind.value}) is not None:
                 return True
         return False
 
@@ -265,57 +256,36 @@ class RetentionRepo:
         wanted = sorted(set(digests))
         if not wanted:
             return {}
-        q = select(s.blobs.c.digest, s.blobs.c.size).where(s.blobs.c.digest.in_(wanted))
-        return {d: int(n) for d, n in self._c.execute(q)}
+        sql = "SELECT digest, size FROM blobs WHERE digest IN " + in_list("d", len(wanted))
+        return {d: int(n) for d, n in self._raw.all(sql, in_params("d", wanted))}
 
     def projects_naming(self, digest: str) -> set[str]:
         """The projects that hold these bytes: uploaded, published, or in a candidate."""
-        refs = select(s.blob_refs.c.project_id).where(s.blob_refs.c.digest == digest)
-        revs = select(s.artifact_revisions.c.project_id).where(s.artifact_revisions.c.digest == digest)
-        cands = select(s.candidates.c.project_id).where(s.candidates.c.manifest.like(f'%"{digest}"%'))
-        return {r[0] for q in (refs, revs, cands) for r in self._c.execute(q.distinct())}
+        params = {"d": digest, "like": f'%"{digest}"%'}
+        reads = (
+            "SELECT DISTINCT project_id FROM blob_refs WHERE digest = :d",
+            "SELECT DISTINCT project_id FROM artifact_revisions WHERE digest = :d",
+            "SELECT DISTINCT project_id FROM candidates WHERE manifest LIKE :like",
+        )
+        return {r[0] for sql in reads for r in self._raw.all(sql, params)}
 
     def tasks_naming(self, project_id: str, digest: str) -> set[str]:
         """The project's tasks one of whose candidates names these bytes."""
-        c = s.candidates
-        q = select(c.c.task_id).where(c.c.project_id == project_id, c.c.manifest.like(f'%"{digest}"%'))
-        return {r[0] for r in self._c.execute(q.distinct())}
-
-    @staticmethod
-    def _swept(kind: RetainedKind) -> Any:
-        t = s.retention_swept
-        return select(t.c.subject).where(t.c.kind == kind.value)
+        sql = "SELECT DISTINCT task_id FROM candidates WHERE project_id = :p AND manifest LIKE :like"
+        return {r[0] for r in self._raw.all(sql, {"p": project_id, "like": f'%"{digest}"%'})}
 
 
-def _hold(row: Row[Any]) -> Hold:
-    return Hold(
-        row.id,
-        row.project_id,
-        row.task_id,
-        row.reason,
-        row.placed_by,
-        row.placed_at,
-        row.released_at,
-        row.released_by,
-        row.release_reason,
-    )
+def _unheld(
+    sql: str, task: str, project_id: str, before: float, kind: RetainedKind, held: Sequence[str]
+) -> tuple[str, dict[str, Any]]:
+    """An expiry read (`sql`, with `:p`, `:before`, `:kind`) leaving out the `held` tasks."""
+    params: dict[str, Any] = {"p": project_id, "before": before, "kind": kind.value}
+    if not held:
+        return sql, params
+    return sql + f" AND {task} NOT IN " + in_list("held", len(held)), params | in_params("held", held)
 
 
 def _tombstone_row(row: Sequence[Any]) -> Tombstone:
     project_id, digest, size, paths, subject, reason, deleted_by, deleted_at = row
     listed = tuple(str(p) for p in loads(paths))
     return Tombstone(project_id, digest, int(size), listed, subject, reason, deleted_by, float(deleted_at))
-
-
-def _tombstone(row: Row[Any]) -> Tombstone:
-    paths = tuple(str(p) for p in loads(row.paths))
-    return Tombstone(
-        row.project_id,
-        row.digest,
-        int(row.size),
-        paths,
-        row.subject,
-        row.reason,
-        row.deleted_by,
-        row.deleted_at,
-    )

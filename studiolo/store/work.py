@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection
 
 from studiolo.core.model import (
     Attempt,
@@ -25,8 +25,6 @@ from studiolo.store._raw import Bare, Raw, columns, in_list, in_params
 from studiolo.store.content import candidate_of
 
 __all__ = ["LIVE_ATTEMPT_SQL", "Subjects", "WorkRepo", "task_and_candidate"]
-
-# Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 
 # The completion's statements (prepared SQL, see `_raw`).
 _WIDTHS = (len(s.tasks.c), len(s.attempts.c), len(s.candidates.c), len(s.completions.c))
@@ -96,6 +94,20 @@ SELECT {columns(s.attempts, "a")} FROM tasks t JOIN attempts a ON a.id = t.curre
  ORDER BY t.created_at, t.id LIMIT :n"""
 _ATTEMPT_COLUMNS = frozenset(s.attempts.c.keys()) - {"id"}
 _FINISH_TASK = "UPDATE tasks SET status = :s, completed_at = :at WHERE id = :id"
+# The other reads and writes (plain SQL text as well).
+_TASKS = f"SELECT {columns(s.tasks, 't')} FROM tasks t WHERE t.project_id = :p"
+_INSERT_TASK = (
+    f"INSERT INTO tasks ({', '.join(c.name for c in s.tasks.c)})"
+    f" VALUES ({', '.join(':' + c.name for c in s.tasks.c)})"
+)
+_INSERT_HANDOFF = (
+    "INSERT INTO handoffs (id, task_id, attempt_id, principal_id, body, created_at)"
+    " VALUES (:id, :task, :attempt, :who, :body, :at)"
+)
+_LATEST_HANDOFF = (
+    f"SELECT {columns(s.handoffs, 'h')} FROM handoffs h WHERE h.task_id = :t"
+    " ORDER BY h.created_at DESC, h.id DESC LIMIT 1"
+)
 
 
 @dataclass(frozen=True)
@@ -110,7 +122,6 @@ class Subjects:
 
 class WorkRepo:
     def __init__(self, conn: Connection) -> None:
-        self._c = conn
         self._raw = Raw(conn)
 
     # the completion transaction
@@ -165,21 +176,20 @@ class WorkRepo:
 
     # tasks
     def add_task(self, t: Task) -> None:
-        self._c.execute(
-            insert(s.tasks).values(
-                id=t.id,
-                project_id=t.project_id,
-                title=t.title,
-                description=t.description,
-                contract=dumps(t.contract.to_json()),
-                contract_hash=t.contract_hash,
-                status=t.status.value,
-                current_attempt_id=t.current_attempt_id,
-                fence=t.fence,
-                created_at=t.created_at,
-                completed_at=t.completed_at,
-            )
-        )
+        values = {
+            "id": t.id,
+            "project_id": t.project_id,
+            "title": t.title,
+            "description": t.description,
+            "contract": dumps(t.contract.to_json()),
+            "contract_hash": t.contract_hash,
+            "status": t.status.value,
+            "current_attempt_id": t.current_attempt_id,
+            "fence": t.fence,
+            "created_at": t.created_at,
+            "completed_at": t.completed_at,
+        }
+        self._raw.run(_INSERT_TASK, values)
 
     def task(self, task_id: str) -> Task | None:
         row = self._raw.one(_TASK_SQL, {"id": task_id})
@@ -205,30 +215,33 @@ class WorkRepo:
     def tasks(
         self, project_id: str, status: TaskStatus | None = None, limit: int = 500, offset: int = 0
     ) -> list[Task]:
-        q = select(s.tasks).where(s.tasks.c.project_id == project_id)
+        params: dict[str, Any] = {"p": project_id, "limit": limit, "offset": offset}
+        where = ""
         if status is not None:
-            q = q.where(s.tasks.c.status == status.value)
-        q = q.order_by(s.tasks.c.created_at, s.tasks.c.id).limit(limit).offset(offset)
-        return [_task(r) for r in self._c.execute(q)]
+            where, params["s"] = " AND t.status = :s", status.value
+        sql = _TASKS + where + " ORDER BY t.created_at, t.id LIMIT :limit OFFSET :offset"
+        return [_task(r) for r in self._raw.all(sql, params)]
 
     def policy_pins(self, project_id: str) -> dict[int, list[str]]:
         """Policy version → ids of the project's tasks whose contract pins it (the dashboard)."""
         pins: dict[int, list[str]] = {}
-        q = select(s.tasks.c.id, s.tasks.c.contract).where(s.tasks.c.project_id == project_id)
-        for row in self._c.execute(q.order_by(s.tasks.c.created_at, s.tasks.c.id)):
-            pins.setdefault(int(loads(row.contract)["policy_version"]), []).append(row.id)
+        sql = "SELECT id, contract FROM tasks WHERE project_id = :p ORDER BY created_at, id"
+        for task_id, contract in self._raw.all(sql, {"p": project_id}):
+            pins.setdefault(int(loads(contract)["policy_version"]), []).append(task_id)
         return pins
 
     def count_by_status(self, project_id: str) -> dict[str, int]:
         """Status → how many of the project's tasks have it (the dashboard's Projects page)."""
-        q = select(s.tasks.c.status, func.count()).where(s.tasks.c.project_id == project_id)
-        return {str(st): int(n) for st, n in self._c.execute(q.group_by(s.tasks.c.status))}
+        sql = "SELECT status, count(*) FROM tasks WHERE project_id = :p GROUP BY status"
+        return {str(st): int(n) for st, n in self._raw.all(sql, {"p": project_id})}
 
     def count_tasks(self, project_id: str | None = None) -> int:
-        q = select(func.count()).select_from(s.tasks)
-        if project_id is not None:
-            q = q.where(s.tasks.c.project_id == project_id)
-        return int(self._c.execute(q).scalar_one())
+        if project_id is None:
+            row = self._raw.one("SELECT count(*) FROM tasks", {})
+        else:
+            row = self._raw.one("SELECT count(*) FROM tasks WHERE project_id = :p", {"p": project_id})
+        assert row is not None  # a count is one row
+        return int(row[0])
 
     def update_task(self, task_id: str, **values: Any) -> None:
         if "status" in values and isinstance(values["status"], TaskStatus):
@@ -304,12 +317,8 @@ class WorkRepo:
         return self._raw.later_as(_COMPLETION_OF_TASK, {"t": task_id}, _completion)
 
     def completions(self, project_id: str) -> list[Completion]:
-        rows = self._c.execute(
-            select(s.completions)
-            .where(s.completions.c.project_id == project_id)
-            .order_by(s.completions.c.commit_version)
-        )
-        return [_completion(r) for r in rows]
+        sql = f"SELECT {columns(s.completions, 'p')} FROM completions p WHERE p.project_id = :p"
+        return [_completion(r) for r in self._raw.all(sql + " ORDER BY p.commit_version", {"p": project_id})]
 
     # handoffs
     def add_handoff(self, h: Handoff) -> None:
@@ -319,37 +328,32 @@ class WorkRepo:
             "obligations": list(h.obligations),
             "notes": h.notes,
         }
-        self._c.execute(
-            insert(s.handoffs).values(
-                id=h.id,
-                task_id=h.task_id,
-                attempt_id=h.attempt_id,
-                principal_id=h.principal_id,
-                body=dumps(body),
-                created_at=h.created_at,
-            )
-        )
+        values = {
+            "id": h.id,
+            "task": h.task_id,
+            "attempt": h.attempt_id,
+            "who": h.principal_id,
+            "body": dumps(body),
+            "at": h.created_at,
+        }
+        self._raw.run(_INSERT_HANDOFF, values)
 
     def latest_handoff(self, task_id: str) -> Handoff | None:
-        row = self._c.execute(
-            select(s.handoffs)
-            .where(s.handoffs.c.task_id == task_id)
-            .order_by(s.handoffs.c.created_at.desc(), s.handoffs.c.id.desc())
-            .limit(1)
-        ).first()
+        row = self._raw.one(_LATEST_HANDOFF, {"t": task_id})
         if row is None:
             return None
-        body = loads(row.body)
+        handoff_id, task, attempt_id, principal_id, text, created_at = row
+        body = loads(text)
         return Handoff(
-            id=row.id,
-            task_id=row.task_id,
-            attempt_id=row.attempt_id,
-            principal_id=row.principal_id,
+            id=handoff_id,
+            task_id=task,
+            attempt_id=attempt_id,
+            principal_id=principal_id,
             contract_hash=body["contract_hash"],
             artifacts=body["artifacts"],
             obligations=tuple(body["obligations"]),
             notes=body["notes"],
-            created_at=row.created_at,
+            created_at=created_at,
         )
 
 
@@ -374,7 +378,7 @@ def task_and_candidate(bare: Bare, task_id: str, candidate_id: str) -> tuple[Tas
 
 
 def _task(row: Sequence[Any]) -> Task:
-    """A task from its columns in table order (a SQLAlchemy row or a driver tuple)."""
+    """A task from its columns in table order."""
     tid, project_id, title, description, contract, contract_hash, status, current, fence, at, done = row
     return Task(
         id=tid,

@@ -16,7 +16,7 @@ from studiolo import CompletionRejected
 from studiolo.core.model import Action, Attempt, Grant, Principal
 from studiolo.store import Tx
 from studiolo.store import schema as s
-from studiolo.store.audit import _event
+from studiolo.store.audit import _event_of
 from studiolo.store.content import candidate_of
 from studiolo.store.evidence import _receipt
 from studiolo.store.work import _attempt, _completion, _task
@@ -124,7 +124,7 @@ def test_candidate_and_receipt_reads_match_sqlalchemy(ledger: World) -> None:
 
 def test_events_of_a_subject_match_sqlalchemy(ledger: World) -> None:
     def check(tx: Tx) -> None:
-        events = [_event(r) for r in _all(tx, s.events, s.events.c.seq)]
+        events = [_event_of(r) for r in _all(tx, s.events, s.events.c.seq)]
         subjects = {e.subject for e in events if e.subject}
         assert any(e.kind == "completion.rejected" for e in events) or len(subjects) > 10
         for subject in [*sorted(subjects), *UNKNOWN]:
