@@ -231,7 +231,13 @@ class PostgresBackend:
             try:
                 yield self.open(conn, write=False, gate=gate)
                 conn.commit()
-            except BaseException:
+            except BaseException as exc:
+                # a statement through `Raw` meets a dead session as the driver's own error,
+                # which SQLAlchemy never saw: a read has no effects, so it is rerun
+                raw: Any = conn.connection.dbapi_connection
+                if isinstance(exc, Exception) and raw is not None and raw.broken:
+                    conn.invalidate()
+                    raise Reconnect(str(exc)) from exc
                 conn.rollback()
                 raise
 

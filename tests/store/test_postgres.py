@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from studiolo.core.model import Project
 from studiolo.settings import Settings
 from studiolo.store import Store, Tx, postgres
 from studiolo.store._raw import Raw
@@ -108,6 +109,28 @@ def test_a_dropped_connection_is_replaced(store: Store, pg_url: str) -> None:
         )
     store.write(_increment)
     assert store.read(lambda tx: tx.meta.get("n")) == "3"
+
+
+def test_a_cold_read_through_raw_finds_the_session_dead_and_reruns(store: Store, pg_url: str) -> None:
+    """An unbatched read whose session dies after it began meets the death in a statement
+    through `Raw`, as psycopg's own error that SQLAlchemy never saw: still a `Reconnect`,
+    and the read reruns (it has no effects)."""
+    store.write(_increment)
+    killed: list[int] = []
+
+    def read(tx: Tx) -> list[Project]:
+        if not killed:  # the first run's session dies between BEGIN and its first statement
+            killed.append(1)
+            with _raw(pg_url) as admin:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+        return tx.access.projects()
+
+    retries = store.retries
+    assert store.read(read) == []
+    assert killed == [1] and store.retries == retries + 1
 
 
 def _advisory_locks(url: str) -> int:
