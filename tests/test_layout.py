@@ -175,7 +175,7 @@ def test_every_public_method_of_a_service_is_the_doors() -> None:
 
 
 def test_the_door_never_asks_which_back_end_it_has() -> None:
-    """STYLE 16: back-end choices are the store's (`Store.batch_gate`)."""
+    """STYLE 16: back-end choices are the store's (`Store.read_ahead`, `Store.batch_gate`)."""
     asks = [
         f"{path.name}:{node.lineno}"
         for path in (PKG / "service").glob("*.py")

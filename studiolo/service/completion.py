@@ -27,7 +27,8 @@ from studiolo.service._ids import check_id
 from studiolo.service._refusal import circumstances, names_in, reader_of
 from studiolo.service._trust import ReceiptFacts, receipt_facts_of
 from studiolo.store import Tx
-from studiolo.store.work import Subjects
+from studiolo.store.steps import Ahead, CompletionReads, declared_paths
+from studiolo.store.work import Subjects, task_and_candidate
 
 __all__ = ["CompletionOps", "CompletionOutcome", "Rejected", "make_request"]
 
@@ -90,25 +91,33 @@ class CompletionOps:
 
     def complete(self, caller: Principal, request: CompletionRequest) -> CompletionOutcome:
         """Check the request and record the completion in one transaction (else `CompletionRejected`)."""
-        # No read before the gate: it saved no round trip in all, one inside the gate (docs/benchmarks.md).
+        ahead = self._ahead(request)
         outcome = self.ctx.write_about(
-            "task", request.task_id, lambda tx: self.complete_in(tx, caller, request)
+            "task", request.task_id, lambda tx: self.complete_in(tx, caller, request, ahead)
         )
         if isinstance(outcome, Rejected):
             raise CompletionRejected([r.value for r in outcome.verdict.failed], details=outcome.details)
         return outcome
 
-    def complete_in(self, tx: Tx, caller: Principal, q: CompletionRequest) -> CompletionOutcome | Rejected:
-        found = tx.work.subjects(q.task_id, q.attempt_id, q.candidate_id, q.request_id)
-        grants: tuple[Grant, ...] = ()
-        got: _Gathered | None = None
+    def _ahead(self, q: CompletionRequest) -> Ahead | None:
+        """PostgreSQL: the task and the candidate, read before the gate; it only says what to
+        read inside (`Steps.completion`): one round trip fewer a completion, measured worth
+        it (docs/benchmarks.md, "Plain reads in the door"). It also locates the task."""
+        found = self.ctx.store.read_ahead(lambda bare: task_and_candidate(bare, q.task_id, q.candidate_id))
         if found is not None:
-            grants, got = self._gather(tx, caller, q, found.task, found.candidate)
+            self.ctx.store.located("task", q.task_id, found[0].project_id)
+        return found
+
+    def complete_in(
+        self, tx: Tx, caller: Principal, q: CompletionRequest, ahead: Ahead | None = None
+    ) -> CompletionOutcome | Rejected:
+        found, reads = tx.steps.completion(q, lambda t: self.ctx.grantee(caller, t.project_id), ahead)
+        grants = reads.grants if reads is not None else ()
         readable = caller.is_service_admin or any(g.allows(Action.READ) for g in grants)
         visible = found if found and readable else None
         if visible is not None and visible.prior is not None:
             return self._replay(caller, q, visible.prior)
-        got = got if visible is not None else None
+        got = self._gathered(q, visible.candidate, reads) if visible is not None and reads else None
         facts = self._facts(tx, caller, q, visible, grants, got)
         verdict = evaluate(q, facts, self.ctx.disabled_checks)
         if not verdict.accepted:
@@ -187,22 +196,13 @@ class CompletionOps:
         )
 
     @staticmethod
-    def _gather(
-        tx: Tx, caller: Principal, q: CompletionRequest, task: Task, cand: Candidate | None
-    ) -> tuple[tuple[Grant, ...], _Gathered]:
-        """The caller's grants and what the task and candidate name: the receipts, checkers
-        and declared revisions (`Steps.completion`)."""
-        paths = set(cand.file_deps) | set(cand.bases) if cand else set()
-        prefixes = set(cand.collection_deps) if cand else set()
-        # A candidate of another attempt is `candidate_not_bound`; never gather its receipts.
+    def _gathered(q: CompletionRequest, cand: Candidate | None, reads: CompletionReads) -> _Gathered:
+        """The decision's facts from what the store read (`Steps.completion`)."""
         bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
-        grantee = Context.grantee(caller, task.project_id)
-        got = tx.steps.completion(task, grantee, bound, q.evidence, paths, prefixes)
-        files, dirs = got.revisions
-        declared = {p: files[p] for p in sorted(paths)}
+        files, dirs = reads.revisions
+        declared = {p: files[p] for p in sorted(declared_paths(cand))}
         published = {p: files[p] for p in sorted(set(bound.files))} if bound else {}
-        trust = receipt_facts_of(got.trust)
-        return got.grants, (trust, (declared, dirs), published, got.conflicts)
+        return receipt_facts_of(reads.trust), (declared, dirs), published, reads.conflicts
 
     def _publish(
         self,

@@ -115,6 +115,10 @@ class Backend(Protocol):
         """`read` on a driver connection outside any transaction (`Store.glance`)."""
         ...
 
+    def read_ahead(self, read: Callable[[Bare], T]) -> T | None:
+        """`glance(read)` where a read sent before the writer gate saves round trips; else None."""
+        ...
+
     def batch_gate(self, gate_of: Callable[[], Gate]) -> Gate: ...
 
     def exclusive(self) -> AbstractContextManager[Connection]:

@@ -211,6 +211,11 @@ class Store:
         in one statement."""
         return self.glance(auth_generation_of)
 
+    def read_ahead(self, read: Callable[[Bare], T]) -> T | None:
+        """`read` as a `glance`, where a read sent before the writer gate saves
+        round trips inside it (PostgreSQL); None where it cannot (SQLite: no round trips)."""
+        return self.backend.read_ahead(read)
+
     def batch_gate(self, gate_of: Callable[[], Gate]) -> Gate:
         """The gate of writes that may share one transaction (heartbeats): SQLite has one
         writer whatever the gate, so the whole ledger; else `gate_of()`."""

@@ -5,8 +5,8 @@ business. Each method here is written once over the repositories: on PostgreSQL 
 read or a write (psycopg's pipeline mode) the reads it sends with the repositories' `*_later`
 methods share one round trip per stage; on SQLite they run one after another.
 
-- `completion`: after the subjects (`WorkRepo.subjects`), everything the completion's decision
-  needs given the task and candidate (one round trip).
+- `completion`: the completion's subjects (`WorkRepo.subjects`), then everything its decision
+  needs given their task and candidate; one round trip in all given a read ahead of the gate.
 - `views`: a task's view, or a page of them, in two round trips whatever their number: what
   the tasks' ids name, then what depends on it.
 - `trust`: what the trust rule needs of one candidate.
@@ -29,13 +29,15 @@ from studiolo.core.model import (
     Receipt,
     Task,
 )
+from studiolo.core.predicate import CompletionRequest
 from studiolo.core.retention import Tombstone
 from studiolo.store.evidence import Gathered
+from studiolo.store.work import Subjects
 
 if TYPE_CHECKING:
     from studiolo.store.backend import Tx
 
-__all__ = ["CompletionReads", "Steps", "TaskParts", "Trust"]
+__all__ = ["Ahead", "CompletionReads", "Steps", "TaskParts", "Trust", "declared_paths"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,8 @@ class CompletionReads:
     """What the completion's decision reads once the task and candidate are known."""
 
     grants: tuple[Grant, ...]  # the caller's live grants in the task's project
-    trust: Trust
-    revisions: tuple[dict[str, int], dict[str, int]]  # (the paths' revisions, the prefixes')
+    trust: Trust  # of the candidate if it is the request's attempt's
+    revisions: tuple[dict[str, int], dict[str, int]]  # (`declared_paths` and published, prefixes)
     conflicts: tuple[tuple[str, str], ...]  # what publishing would make both a file and a directory
 
 
@@ -73,6 +75,7 @@ class TaskParts:
 
 
 _Later = Callable[[], TaskParts]
+Ahead = tuple[Task, Candidate | None]  # read before the gate (`task_and_candidate`)
 _Firsts = tuple[
     Callable[[], list[Attempt]],
     Callable[[], list[Candidate]],
@@ -90,24 +93,39 @@ class Steps:
 
     def completion(
         self,
-        task: Task,
-        grantee: str | None,
-        bound: Candidate | None,
-        cited: Iterable[str],
-        paths: Iterable[str],
-        prefixes: Iterable[str],
-    ) -> CompletionReads:
-        """The live grants of `grantee` (None: none to read) in the task's project, the trust
-        facts of `bound` (the candidate, if it is the request's attempt's) and the `cited`
-        receipts, the revisions of `paths` (and of the paths `bound` publishes) and of
-        `prefixes`, and the tree conflicts publishing `bound` would make."""
+        q: CompletionRequest,
+        grantee: Callable[[Task], str | None],
+        ahead: Ahead | None = None,
+    ) -> tuple[Subjects | None, CompletionReads | None]:
+        """The request's subjects (`WorkRepo.subjects`) and, if found, what the decision reads
+        given their task and candidate (`completion_reads`). `ahead`: the task and candidate
+        read before the gate (`Store.read_ahead`, PostgreSQL): those reads go out with the
+        subjects' (one round trip instead of two), and again if the subjects differ."""
+        found_of = self._tx.work.subjects_later(q.task_id, q.attempt_id, q.candidate_id, q.request_id)
+        early = self._completion_later(q, grantee, *ahead) if ahead is not None else None
+        found = found_of()
+        if found is None:
+            return None, None
+        if early is None or not _same(ahead, found):
+            early = self._completion_later(q, grantee, found.task, found.candidate)
+        return found, early()
+
+    def _completion_later(
+        self, q: CompletionRequest, grantee: Callable[[Task], str | None], task: Task, cand: Candidate | None
+    ) -> Callable[[], CompletionReads]:
+        """Send the reads of the caller's grants, the trust facts of the candidate if it is the
+        request's attempt's (else `candidate_not_bound`: its receipts are never gathered), and
+        the revisions of what it declares and publishes; answered when called."""
         tx, pid = self._tx, task.project_id
-        grants = tx.access.live_grants_later(grantee, pid) if grantee is not None else list
-        trust = self._trust_later(task, bound, cited)
-        written = set(bound.files) if bound else set()
-        revisions = tx.content.declared_revisions_later(pid, set(paths) | written, prefixes)
+        who = grantee(task)
+        grants = tx.access.live_grants_later(who, pid) if who is not None else list
+        bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
+        trust = self._trust_later(task, bound, q.evidence)
+        paths = declared_paths(cand) | (set(bound.files) if bound else set())
+        prefixes = set(cand.collection_deps) if cand else set()
+        revisions = tx.content.declared_revisions_later(pid, paths, prefixes)
         conflicts = tx.content.tree_conflicts_later(pid, bound.files) if bound else list
-        return CompletionReads(tuple(grants()), trust(), revisions(), tuple(conflicts()))
+        return lambda: CompletionReads(tuple(grants()), trust(), revisions(), tuple(conflicts()))
 
     def trust(self, task: Task, cand: Candidate | None, cited: Iterable[str] = ()) -> Trust:
         """The cited receipts of the task's project, those recorded for `cand`'s bytes, and
@@ -198,3 +216,20 @@ class Steps:
         gathered = tx.evidence.gather_later(task.project_id, cited, bytes_of)
         checkers = tx.access.checkers_later(task.project_id, {c.checker for c in task.contract.criteria})
         return lambda: Trust(gathered(), tuple(checkers()))
+
+
+def declared_paths(cand: Candidate | None) -> set[str]:
+    """The paths whose revisions a candidate declares (its file dependencies and bases)."""
+    return set(cand.file_deps) | set(cand.bases) if cand else set()
+
+
+def _same(ahead: Ahead | None, found: Subjects) -> bool:
+    """Whether the reads sent from `ahead` (if any) are those `found` calls for."""
+    if ahead is None:
+        return False
+    task, cand = ahead
+    return (
+        task.project_id == found.task.project_id
+        and task.contract_hash == found.task.contract_hash
+        and cand == found.candidate
+    )

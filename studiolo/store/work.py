@@ -21,10 +21,10 @@ from studiolo.core.model import (
 )
 from studiolo.store import schema as s
 from studiolo.store._json import dumps, loads
-from studiolo.store._raw import Raw, columns, in_list, in_params
+from studiolo.store._raw import Bare, Raw, columns, in_list, in_params
 from studiolo.store.content import candidate_of
 
-__all__ = ["LIVE_ATTEMPT_SQL", "Subjects", "WorkRepo"]
+__all__ = ["LIVE_ATTEMPT_SQL", "Subjects", "WorkRepo", "task_and_candidate"]
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form and cache key.
 
@@ -42,6 +42,12 @@ SELECT {columns(s.tasks, "t")}, {columns(s.attempts, "a")}, {columns(s.candidate
   LEFT JOIN attempts a ON a.id = :a AND a.task_id = t.id
   LEFT JOIN candidates c ON c.id = :c AND c.project_id = t.project_id
   LEFT JOIN %s
+ WHERE t.id = :t
+"""
+# A task and a candidate of its project, read before the completion takes the gate.
+_TASK_AND_CANDIDATE = f"""
+SELECT {columns(s.tasks, "t")}, {columns(s.candidates, "c")}
+  FROM tasks t LEFT JOIN candidates c ON c.id = :c AND c.project_id = t.project_id
  WHERE t.id = :t
 """
 _SUBJECTS_SQLITE = _SUBJECTS % "completions p ON p.project_id = t.project_id AND p.request_id = :r"
@@ -360,6 +366,16 @@ def _update_sql(table: str, allowed: frozenset[str], names: tuple[str, ...]) -> 
     if unknown or not names:
         raise ValueError(f"not updatable columns of {table}: {sorted(unknown) or 'none given'}")
     return f"UPDATE {table} SET " + ", ".join(f"{n} = :{n}" for n in names) + " WHERE id = :_id"
+
+
+def task_and_candidate(bare: Bare, task_id: str, candidate_id: str) -> tuple[Task, Candidate | None] | None:
+    """The task and the candidate (if it is in the task's project), read outside any
+    transaction (`Store.glance`): one statement, one snapshot."""
+    row = bare.one(_TASK_AND_CANDIDATE, {"t": task_id, "c": candidate_id})
+    if row is None:
+        return None
+    width = _WIDTHS[0]
+    return _task(row[:width]), candidate_of(row[width:]) if row[width] is not None else None
 
 
 def _task(row: Sequence[Any]) -> Task:
