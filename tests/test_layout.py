@@ -183,3 +183,21 @@ def test_the_door_never_asks_which_back_end_it_has() -> None:
         if isinstance(node, ast.Attribute) and node.attr in ("is_sqlite", "dialect")
     ]
     assert not asks, asks
+
+
+DEFERRED = ("together", "expect_clock")  # the store's ways to batch round trips (`store/steps.py`)
+
+
+def test_only_the_store_batches_its_reads() -> None:
+    """Issue 34: outside `store/`, reads are plain calls; no `*_later` method (a read sent now
+    and answered when called), `together` or `expect_clock` is defined or called."""
+    found = []
+    for path in PKG.rglob("*.py"):
+        if path.is_relative_to(PKG / "store"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            name = node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else None
+            name = node.attr if isinstance(node, ast.Attribute) else name
+            if name and name != "call_later" and (name.endswith("_later") or name in DEFERRED):
+                found.append(f"{path.relative_to(PKG)}:{node.lineno} {name}")
+    assert not found, found

@@ -66,7 +66,7 @@ def _read_inputs(tx: Tx, pubs: Sequence[Publication]) -> _Inputs:
     tasks = {
         task for pub in pubs if pub.kind == "completion" and isinstance(task := pub.meta.get("task"), str)
     }
-    later = {task: tx.work.completion_of_task_later(task) for task in sorted(tasks)}  # pipelined
+    completions = tx.work.completions_of_tasks(sorted(tasks))
     got.chain = dict.fromkeys((pub.version for pub in pubs), None)
     got.chain.update(tx.publications.event_hashes([pub.version for pub in pubs]))
     for actor in sorted({pub.actor for pub in pubs if pub.actor}):
@@ -81,10 +81,9 @@ def _read_inputs(tx: Tx, pubs: Sequence[Publication]) -> _Inputs:
             if digest not in deleted:
                 raise LookupError(f"blob {digest} of version {pub.version} is missing from the ledger")
             got.blobs[digest] = deleted_placeholder(digest)
-    for task, answer in later.items():
-        done = answer()
-        if done:
-            got.receipts[task] = (dict(done[0].receipt), done[0].signature)
+    for task, done in completions.items():
+        if done is not None:
+            got.receipts[task] = (dict(done.receipt), done.signature)
     return got
 
 

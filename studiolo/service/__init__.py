@@ -116,7 +116,6 @@ class Coordinator:
 
     # the checks every face and the git projection may ask (`Context`)
     grants = staticmethod(Context.grants)
-    grants_later = staticmethod(Context.grants_later)
     can = via("ctx", Context.can)
     require = via("ctx", Context.require)
     path_reader = via("ctx", Context.path_reader)

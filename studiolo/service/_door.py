@@ -53,14 +53,14 @@ class Context:
     @staticmethod
     def grants(tx: Tx, caller: Principal, project_id: str) -> list[Grant]:
         """The caller's live grants in the project (none in another project)."""
-        return Context.grants_later(tx, caller, project_id)()
+        who = Context.grantee(caller, project_id)
+        return tx.access.grants_of(who, project_id) if who is not None else []
 
     @staticmethod
-    def grants_later(tx: Tx, caller: Principal, project_id: str) -> Callable[[], list[Grant]]:
-        """`grants(...)`, its read sent now and answered when called (`Raw.later`)."""
-        if caller.project_id not in (None, project_id):
-            return list
-        return tx.access.live_grants_later(caller.id, project_id)
+    def grantee(caller: Principal, project_id: str) -> str | None:
+        """Whose live grants are the caller's in the project: its own, unless it is confined
+        to another project (then none)."""
+        return caller.id if caller.project_id in (None, project_id) else None
 
     def can(self, tx: Tx, caller: Principal, project_id: str, action: Action, path: str = "") -> bool:
         """Whether the caller holds a live grant of `action` in the project (covering `path`, if given)."""

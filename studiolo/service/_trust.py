@@ -12,7 +12,7 @@ admitted for the checker is `core.trust.is_trusted`'s business, read fresh on ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from studiolo.core.model import Candidate, Checker, Receipt, Task
@@ -20,8 +20,9 @@ from studiolo.core.trust import link_id, receipt_id_of
 from studiolo.keys import key_id, verify
 from studiolo.store import Tx
 from studiolo.store.evidence import Pin
+from studiolo.store.steps import Trust
 
-__all__ = ["ReceiptFacts", "receipt_facts", "receipt_facts_later", "unsigned"]
+__all__ = ["ReceiptFacts", "receipt_facts", "receipt_facts_of", "unsigned"]
 
 
 @dataclass(frozen=True)
@@ -33,24 +34,15 @@ class ReceiptFacts:
 
 
 def receipt_facts(tx: Tx, task: Task, cand: Candidate | None, cited: Iterable[str] = ()) -> ReceiptFacts:
-    return receipt_facts_later(tx, task, cand, cited)()
+    return receipt_facts_of(tx.steps.trust(task, cand, cited))
 
 
-def receipt_facts_later(
-    tx: Tx, task: Task, cand: Candidate | None, cited: Iterable[str] = ()
-) -> Callable[[], ReceiptFacts]:
-    """`receipt_facts(...)`, its reads sent now and answered when called (`Raw.later`)."""
-    bytes_of = (cand.attempt_id, cand.digest, cand.dependency_digest) if cand is not None else None
-    gathered = tx.evidence.gather_later(task.project_id, cited, bytes_of)
-    checkers_of = tx.access.checkers_later(task.project_id, {c.checker for c in task.contract.criteria})
-
-    def facts() -> ReceiptFacts:
-        found = gathered()
-        checkers = {c.ref: c for c in checkers_of()}
-        bad = unsigned([*found.cited.values(), *found.recorded], found.pins)
-        return ReceiptFacts(found.cited, found.recorded, checkers, bad)
-
-    return facts
+def receipt_facts_of(trust: Trust) -> ReceiptFacts:
+    """The trust rule's facts from what the store read (`Steps.trust`)."""
+    found = trust.evidence
+    checkers = {c.ref: c for c in trust.checkers}
+    bad = unsigned([*found.cited.values(), *found.recorded], found.pins)
+    return ReceiptFacts(found.cited, found.recorded, checkers, bad)
 
 
 def unsigned(receipts: Iterable[Receipt], pins: dict[str, Pin]) -> frozenset[str]:

@@ -3,7 +3,7 @@ serializable write transaction. A rejection writes only its audit event."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,9 @@ from studiolo.core.refusal_view import for_audit, for_reader, named_paths
 from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.service._refusal import circumstances, names_in, reader_of
-from studiolo.service._trust import ReceiptFacts, receipt_facts_later
+from studiolo.service._trust import ReceiptFacts, receipt_facts_of
 from studiolo.store import Tx
+from studiolo.store.steps import Ahead, CompletionReads, declared_paths
 from studiolo.store.work import Subjects, task_and_candidate
 
 __all__ = ["CompletionOps", "CompletionOutcome", "Rejected", "make_request"]
@@ -37,21 +38,6 @@ __all__ = ["CompletionOps", "CompletionOutcome", "Rejected", "make_request"]
 _Gathered = tuple[
     ReceiptFacts, tuple[dict[str, int], dict[str, int]], dict[str, int], tuple[tuple[str, str], ...]
 ]
-
-
-_Ahead = tuple[Task, Candidate | None]  # read before the gate (`CompletionOps._ahead`)
-
-
-def _same(ahead: _Ahead | None, found: Subjects) -> bool:
-    """Whether the reads sent from `ahead` (if any) are those `found` calls for."""
-    if ahead is None:
-        return False
-    task, cand = ahead
-    return (
-        task.project_id == found.task.project_id
-        and task.contract_hash == found.task.contract_hash
-        and cand == found.candidate
-    )
 
 
 @dataclass(frozen=True)
@@ -113,42 +99,31 @@ class CompletionOps:
             raise CompletionRejected([r.value for r in outcome.verdict.failed], details=outcome.details)
         return outcome
 
-    def _ahead(self, q: CompletionRequest) -> _Ahead | None:
-        """PostgreSQL: the task and the candidate, read before the gate (one statement, no
-        transaction). They only say what else to read: inside the gate those reads go out
-        with the read of the subjects, one round trip instead of two in the serialized
-        section, and are sent again after it if the task's project or contract or the
-        candidate turn out to differ. Every fact the decision uses is read inside."""
+    def _ahead(self, q: CompletionRequest) -> Ahead | None:
+        """PostgreSQL: the task and the candidate, read before the gate; it only says what to
+        read inside (`Steps.completion`): one round trip fewer a completion, measured worth
+        it (docs/benchmarks.md, "Plain reads in the door"). It also locates the task."""
         found = self.ctx.store.read_ahead(lambda bare: task_and_candidate(bare, q.task_id, q.candidate_id))
         if found is not None:
             self.ctx.store.located("task", q.task_id, found[0].project_id)
         return found
 
     def complete_in(
-        self, tx: Tx, caller: Principal, q: CompletionRequest, ahead: _Ahead | None = None
+        self, tx: Tx, caller: Principal, q: CompletionRequest, ahead: Ahead | None = None
     ) -> CompletionOutcome | Rejected:
-        # The reads the decision needs go out together (one round trip on PostgreSQL).
-        found_of = tx.work.subjects_later(q.task_id, q.attempt_id, q.candidate_id, q.request_id)
-        early = self._reads(tx, caller, q, *ahead) if ahead is not None else None
-        found = found_of()
-        gathered: Callable[[], _Gathered] | None = None
-        grants: tuple[Grant, ...] = ()
-        if found is not None:
-            if early is None or not _same(ahead, found):
-                early = self._reads(tx, caller, q, found.task, found.candidate)
-            grants, gathered = tuple(early[0]()), early[1]
+        found, reads = tx.steps.completion(q, lambda t: self.ctx.grantee(caller, t.project_id), ahead)
+        grants = reads.grants if reads is not None else ()
         readable = caller.is_service_admin or any(g.allows(Action.READ) for g in grants)
         visible = found if found and readable else None
         if visible is not None and visible.prior is not None:
             return self._replay(caller, q, visible.prior)
-        got = gathered() if visible is not None and gathered is not None else None
+        got = self._gathered(q, visible.candidate, reads) if visible is not None and reads else None
         facts = self._facts(tx, caller, q, visible, grants, got)
         verdict = evaluate(q, facts, self.ctx.disabled_checks)
         if not verdict.accepted:
             return self._reject(tx, caller, q, facts, verdict)
         assert visible is not None and got is not None and facts.attempt is not None and facts.candidate
-        with tx.together():  # the writes nobody reads back: one statement on PostgreSQL
-            completion = self._publish(tx, caller, q, visible.task, facts.attempt, facts.candidate, got[2])
+        completion = self._publish(tx, caller, q, visible.task, facts.attempt, facts.candidate, got[2])
         return CompletionOutcome(completion, replay=False)
 
     def _reject(
@@ -220,31 +195,14 @@ class CompletionOps:
             tree_conflicts=conflicts,
         )
 
-    def _reads(
-        self, tx: Tx, caller: Principal, q: CompletionRequest, task: Task, cand: Candidate | None
-    ) -> tuple[Callable[[], list[Grant]], Callable[[], _Gathered]]:
-        """Send the reads of the caller's grants and of what the task and candidate name."""
-        return self.ctx.grants_later(tx, caller, task.project_id), self._gather(tx, q, task, cand)
-
     @staticmethod
-    def _gather(tx: Tx, q: CompletionRequest, task: Task, cand: Candidate | None) -> Callable[[], _Gathered]:
-        """Send the reads of the receipts, checkers and declared revisions; answer when called."""
-        paths = set(cand.file_deps) | set(cand.bases) if cand else set()
-        prefixes = set(cand.collection_deps) if cand else set()
-        # A candidate of another attempt is `candidate_not_bound`; never gather its receipts.
+    def _gathered(q: CompletionRequest, cand: Candidate | None, reads: CompletionReads) -> _Gathered:
+        """The decision's facts from what the store read (`Steps.completion`)."""
         bound = cand if cand is not None and cand.attempt_id == q.attempt_id else None
-        trust = receipt_facts_later(tx, task, bound, q.evidence)
-        published = sorted(set(bound.files)) if bound else []
-        # The declared paths and those the candidate publishes: one statement.
-        revisions = tx.content.declared_revisions_later(task.project_id, paths | set(published), prefixes)
-        conflicts = tx.content.tree_conflicts_later(task.project_id, bound.files) if bound else list
-
-        def gathered() -> _Gathered:
-            files, dirs = revisions()
-            declared = {p: files[p] for p in sorted(paths)}
-            return trust(), (declared, dirs), {p: files[p] for p in published}, tuple(conflicts())
-
-        return gathered
+        files, dirs = reads.revisions
+        declared = {p: files[p] for p in sorted(declared_paths(cand))}
+        published = {p: files[p] for p in sorted(set(bound.files))} if bound else {}
+        return receipt_facts_of(reads.trust), (declared, dirs), published, reads.conflicts
 
     def _publish(
         self,

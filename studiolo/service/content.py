@@ -346,7 +346,7 @@ class ContentOps:
         """`path_conflict` if writing `files` over the current tree would make a path both a
         file and a directory (no checkout, and no verifier's tree, could then be built). The
         detail names the other path only if the caller may read it."""
-        conflicts = tx.content.tree_conflicts_later(project_id, files)()
+        conflicts = tx.content.tree_conflicts(project_id, files)
         if not conflicts:
             return
         above, below = conflicts[0]

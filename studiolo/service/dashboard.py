@@ -100,7 +100,6 @@ class DashboardOps:
             self.ctx.require_project(tx, caller, project_id)
             self.ctx.require(tx, caller, project_id, Action.READ)
             seq = _latest_seq(tx, project_id)
-            tx.expect_clock()
             snapshot = since
             if snapshot is None or not snapshot.usable(project_id, seq, tx.incarnation, tx.now):
                 snapshot = self._snapshot(tx, project_id, seq)
@@ -169,7 +168,7 @@ class DashboardOps:
         c = view.completion
         if c is None or not c.revisions:
             return ()
-        _digests, seen = tx.content.deployments_later(view.task.project_id, c.revisions, c.created_at)()
+        _digests, seen = tx.content.deployments(view.task.project_id, c.revisions, c.created_at)
         return tuple(sorted(seen, key=lambda o: (o.observed_at, o.id)))
 
     def delegations_page(self, caller: Principal, project_id: str) -> DelegationsPage:

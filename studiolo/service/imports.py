@@ -135,7 +135,7 @@ class ImportOps:
             if absent or unreadable:
                 missing = sorted({*absent, *unreadable})[:5]
                 raise InvalidRequest(f"blobs not uploaded: {missing}", reason=ErrorReason.BLOB_MISSING)
-            conflicts = tx.content.tree_conflicts_later(project_id, {p: d for p, (d, _) in tree.items()})()
+            conflicts = tx.content.tree_conflicts(project_id, {p: d for p, (d, _) in tree.items()})
             if conflicts:
                 above, below = conflicts[0]  # both readable: the caller may read every path it pushes to
                 raise Conflict(

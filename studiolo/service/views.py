@@ -32,20 +32,14 @@ from studiolo.core.trust import verified
 from studiolo.service._door import Context
 from studiolo.service._ids import check_id
 from studiolo.service._refusal import confined_rejections, reader_of
-from studiolo.service._trust import ReceiptFacts, receipt_facts_later
+from studiolo.service._trust import ReceiptFacts, receipt_facts_of
 from studiolo.store import Tx
 from studiolo.store.audit import NEVER_SPLIT, ChainCheck, verify_log
+from studiolo.store.steps import TaskParts
 
 __all__ = ["AuditReport", "HandoffView", "Orientation", "TaskView", "ViewOps"]
 
 _T = TypeVar("_T")
-# the reads of a task's view keyed by its id alone: attempts, candidates, receipts, completion
-_Parts = tuple[
-    Callable[[], list[Attempt]],
-    Callable[[], list[Candidate]],
-    Callable[[], list[Receipt]],
-    Callable[[], list[Completion]],
-]
 
 
 @dataclass(frozen=True)
@@ -111,21 +105,14 @@ class ViewOps:
         return self.ctx.store.read(run, batched=True)
 
     def visible_view(self, tx: Tx, caller: Principal, task_id: str) -> TaskView:
-        """`_view(visible_task(...))` in two round trips of reads on PostgreSQL: the task with
-        every read keyed by its id, then the caller's grants with the reads that depend on
-        the first ones. Nothing is shown before the grants say the caller may read it."""
+        """`view_of(visible_task(...))`, read with the caller's grants (`Steps.view`): nothing
+        is shown before the grants say the caller may read it."""
         check_id(task_id, "task id")
-        found = tx.work.task_later(task_id)
-        parts = self._parts_later(tx, task_id)
-        listed = found()
-        if not listed:
-            self.ctx.shown_task(tx, caller, task_id, None)  # raises `task_not_found`
-        (task,) = listed
-        grants = self.ctx.grants_later(tx, caller, task.project_id) if not caller.is_service_admin else list
-        view = self._view_later(tx, task, parts)
-        grants()  # the caller's grants, read with the view's second reads: `shown_task` asks again
-        self.ctx.shown_task(tx, caller, task_id, task)
-        return view()
+        grantee = None if caller.is_service_admin else lambda t: self.ctx.grantee(caller, t.project_id)
+        parts = tx.steps.view(task_id, grantee=grantee)
+        self.ctx.shown_task(tx, caller, task_id, parts.task if parts else None)  # or `task_not_found`
+        assert parts is not None
+        return _view(tx, parts)
 
     def list_tasks(
         self,
@@ -189,89 +176,15 @@ class ViewOps:
 
         return self.ctx.store.read(run, batched=True)
 
-    def view_of(self, tx: Tx, task: Task, rejections: bool = True) -> TaskView:
+    @staticmethod
+    def view_of(tx: Tx, task: Task, rejections: bool = True) -> TaskView:
         """The task's view; `rejections=False` skips reading its refused completions (a list row)."""
-        return self._view_later(tx, task, self._parts_later(tx, task.id), rejections)()
-
-    def views_of(self, tx: Tx, tasks: Sequence[Task], rejections: bool = True) -> list[TaskView]:
-        """`view_of` of each task, the reads of every task sent together: in a batched read on
-        PostgreSQL, two round trips whatever the number of tasks."""
-        parts = [self._parts_later(tx, t.id) for t in tasks]
-        later = [self._view_later(tx, t, p, rejections) for t, p in zip(tasks, parts, strict=True)]
-        return [view() for view in later]
+        return _view(tx, tx.steps.views([task], rejections)[0])
 
     @staticmethod
-    def _parts_later(tx: Tx, task_id: str) -> _Parts:
-        """The reads of a view that need only the task's id, sent now (`Raw.later`)."""
-        return (
-            tx.work.attempts_later(task_id),
-            tx.content.candidates_of_task_later(task_id),
-            tx.evidence.receipts_of_task_later(task_id),
-            tx.work.completion_of_task_later(task_id),
-        )
-
-    def _view_later(
-        self, tx: Tx, task: Task, parts: _Parts, rejections: bool = True
-    ) -> Callable[[], TaskView]:
-        """The task's view from `parts`: the reads that depend on them are sent now, and the
-        view is made when called."""
-        attempts_of, candidates_of, receipts_of, completion_of = parts
-        attempts, candidates = tuple(attempts_of()), tuple(candidates_of())
-        found = completion_of()
-        completion = found[0] if found else None
-        current = [c for c in candidates if c.attempt_id == task.current_attempt_id]
-        trust = [(c, receipt_facts_later(tx, task, c)) for c in current]
-        project = task.project_id
-        published = completion.revisions if completion else {}
-        now_of = tx.content.declared_revisions_later(project, published, ()) if completion else None
-        deployed_of = self._deployed_later(tx, task, completion)
-        refused_of = tx.audit.events_of_subject_later(project, task.id, limit=10_000) if rejections else list
-        deleted_of = tx.retention.deleted_of_task_later(project, task.id) if candidates else list
-        held = [a for a in attempts if a.id == task.current_attempt_id and a.status is AttemptStatus.ACTIVE]
-        if held:
-            tx.expect_clock()  # whether its lease is live
-
-        def view() -> TaskView:
-            live = any(is_live(a, tx.incarnation, tx.now) for a in held)
-            ev = TaskEvidence(
-                status=task.status,
-                has_live_attempt=live,
-                has_candidate=bool(current),
-                verified=any(_verified(task, c, facts()) for c, facts in trust),
-                requires_deployment=task.contract.requires_deployment,
-                deployed=deployed_of(),
-            )
-            still = None
-            if completion is not None and now_of is not None:
-                now_revs = now_of()[0]
-                still = all(now_revs[p] == r for p, r in completion.revisions.items())
-            refused = tuple(e for e in refused_of() if e.kind == "completion.rejected")
-            receipts = tuple(receipts_of()) if candidates else ()
-            fact = strongest_fact(ev)
-            deleted = tuple(deleted_of())
-            return TaskView(task, fact, still, attempts, candidates, receipts, completion, refused, deleted)
-
-        return view
-
-    @staticmethod
-    def _deployed_later(tx: Tx, task: Task, completion: Completion | None) -> Callable[[], bool]:
-        """Whether every revision the completion published was observed deployed at or after
-        its commit (of that revision, or of its bytes); the reads sent now."""
-        if completion is None or not completion.revisions:
-            return lambda: False
-        published = completion.revisions
-        found = tx.content.deployments_later(task.project_id, published, completion.created_at)
-
-        def deployed() -> bool:
-            digests, seen = found()
-
-            def of(o: Observation, path: str, rev: int) -> bool:  # that revision, or its bytes
-                digest = digests.get(path)
-                return o.revision == rev or (o.revision is None and digest is not None and o.digest == digest)
-
-            return all(any(o.target == p and of(o, p, rev) for o in seen) for p, rev in published.items())
-
-        return deployed
+    def views_of(tx: Tx, tasks: Sequence[Task], rejections: bool = True) -> list[TaskView]:
+        """`view_of` of each task, read together (`Steps.views`)."""
+        return [_view(tx, parts) for parts in tx.steps.views(tasks, rejections)]
 
     # handoffs --------------------------------------------------------------
     def handoff_view(self, caller: Principal, task_id: str) -> HandoffView:
@@ -401,3 +314,40 @@ def _withheld(e: Event) -> Event:
 def _verified(task: Task, cand: Candidate, facts: ReceiptFacts) -> bool:
     """The completion predicate's own trust rule (core.trust), on the same ledger facts."""
     return verified(task, cand, facts.recorded, facts.checkers, facts.bad)
+
+
+def _view(tx: Tx, parts: TaskParts) -> TaskView:
+    """A task's view from what the store read (`Steps.views`)."""
+    task, attempts, candidates, completion = parts.task, parts.attempts, parts.candidates, parts.completion
+    held = [a for a in attempts if a.id == task.current_attempt_id and a.status is AttemptStatus.ACTIVE]
+    ev = TaskEvidence(
+        status=task.status,
+        has_live_attempt=any(is_live(a, tx.incarnation, tx.now) for a in held),
+        has_candidate=any(c.attempt_id == task.current_attempt_id for c in candidates),
+        verified=any(_verified(task, c, receipt_facts_of(t)) for c, t in parts.trust),
+        requires_deployment=task.contract.requires_deployment,
+        deployed=_deployed(completion, parts.deployments),
+    )
+    still = None
+    if completion is not None and parts.published_now is not None:
+        still = all(parts.published_now[p] == r for p, r in completion.revisions.items())
+    refused = tuple(e for e in parts.events if e.kind == "completion.rejected")
+    receipts = parts.receipts if candidates else ()
+    fact = strongest_fact(ev)
+    return TaskView(task, fact, still, attempts, candidates, receipts, completion, refused, parts.deleted)
+
+
+def _deployed(
+    completion: Completion | None, found: tuple[Mapping[str, str | None], Sequence[Observation]]
+) -> bool:
+    """Whether every revision the completion published was observed deployed at or after
+    its commit (of that revision, or of its bytes)."""
+    if completion is None or not completion.revisions:
+        return False
+    digests, seen = found
+
+    def of(o: Observation, path: str, rev: int) -> bool:  # that revision, or its bytes
+        digest = digests.get(path)
+        return o.revision == rev or (o.revision is None and digest is not None and o.digest == digest)
+
+    return all(any(o.target == p and of(o, p, rev) for o in seen) for p, rev in completion.revisions.items())

@@ -9,16 +9,6 @@ compiled, psycopg 3 prepares it on the server after a few executions.
 In a pipelined PostgreSQL write, `later(sql, params)` sends a read and fetches its rows only
 when they are asked for: reads sent one after another travel in one round trip.
 
-Inside `with raw.together():`, writes made with `send` on PostgreSQL are held and go as one
-statement, `WITH w0 AS (<write>), w1 AS (<write>), ... SELECT 1`: the server runs each one
-exactly once, all on one snapshot, and checks foreign keys after the last. Two writes to
-the same table never share a statement (one could not see the other's rows), so a write to
-a table already held sends what is held first; so does any other statement through `Raw` or
-SQLAlchemy on the connection, so the order of effects is the order of the calls. psycopg's
-Python costs about as much per statement as the server's work on these small writes. On
-SQLite `together` changes nothing. If the block raises, what it held is dropped: the
-caller's transaction or savepoint is rolled back.
-
 `in_list(name, n)` spells `IN (...)` with `n` numbered placeholders (`:name_0, ...`).
 `Raw.keyed(sql, keys, n)` restricts a read to `n` exact keys so that PostgreSQL looks each one
 up in the index whatever its statistics say (see `_keyed`).
@@ -28,21 +18,18 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Table
 
-__all__ = ["PIPELINE", "Bare", "Raw", "Rows", "columns", "flush_held", "in_list", "in_params"]
+__all__ = ["PIPELINE", "Bare", "Raw", "Rows", "columns", "in_list", "in_params"]
 
 Rows = Callable[[], list[Sequence[Any]]]  # a read's rows, fetched when called
 T = TypeVar("T")
 
 PIPELINE = "studiolo_pipeline"  # connection info key: the psycopg pipeline a write runs in
 _SENDER = "studiolo_sender"  # connection info key: (driver connection, the cursor of `send`)
-_HELD = "studiolo_held"  # connection info key: (driver, the writes `together` holds: [(table, sql, params)])
-_TARGET = re.compile(r"^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -72,8 +59,6 @@ class Raw:
         return self._driver
 
     def _cursor(self, sql: str, params: Mapping[str, Any]) -> Any:
-        if self._pg:
-            flush_held(self._conn.connection.info)
         return self._connection().execute(_pyformat(sql) if self._pg else sql, params)
 
     def run(self, sql: str, params: Mapping[str, Any]) -> int:
@@ -90,29 +75,7 @@ class Raw:
         an error it raises surfaces there. Such writes share one cursor per driver
         connection (a new psycopg cursor per statement costs more than sending it)."""
         driver, info = self._connection(), self._conn.connection.info
-        held: tuple[Any, list[tuple[str, str, Mapping[str, Any]]]] | None = info.get(_HELD)
-        if held is not None and held[0] is driver:
-            table = _target(sql)
-            if any(t == table for t, _, _ in held[1]):
-                flush_held(info)
-            held[1].append((table, sql, params))
-            return
         _sender(info, driver).execute(_pyformat(sql) if self._pg else sql, params)
-
-    @contextmanager
-    def together(self) -> Iterator[None]:
-        """Hold the writes `send` makes inside the block and send them as one statement at
-        its end, on PostgreSQL (see the module docstring); dropped if the block raises."""
-        info = self._conn.connection.info
-        if not self._pg or _HELD in info:  # SQLite, or already inside a `together`
-            yield
-            return
-        info[_HELD] = (self._connection(), [])
-        try:
-            yield
-            flush_held(info)
-        finally:  # if the block raised, what it held is dropped
-            info.pop(_HELD, None)
 
     def one(self, sql: str, params: Mapping[str, Any]) -> Sequence[Any] | None:
         row: Sequence[Any] | None = self._cursor(sql, params).fetchone()
@@ -139,42 +102,12 @@ class Raw:
         return lambda: [shape(row) for row in rows()]
 
 
-def flush_held(info: dict[Any, Any]) -> None:
-    """Send the writes `together` holds on this connection (`info`: its SQLAlchemy info), if
-    any: one as it is, several as one statement."""
-    held: tuple[Any, list[tuple[str, str, Mapping[str, Any]]]] | None = info.get(_HELD)
-    if held is None or not held[1]:
-        return
-    driver, writes = held[0], list(held[1])
-    held[1].clear()
-    if len(writes) == 1:
-        _, sql, params = writes[0]
-        _sender(info, driver).execute(_pyformat(sql), params)
-        return
-    merged = {f"w{i}_{k}": v for i, (_, _, params) in enumerate(writes) for k, v in params.items()}
-    _sender(info, driver).execute(_combined(tuple(sql for _, sql, _ in writes)), merged)
-
-
 def _sender(info: dict[Any, Any], driver: Any) -> Any:
     """The cursor that `send` uses on this driver connection (one per connection)."""
     kept = info.get(_SENDER)
     if kept is None or kept[0] is not driver:  # none yet, or a reconnected driver
         kept = info[_SENDER] = (driver, driver.cursor())
     return kept[1]
-
-
-def _target(sql: str) -> str:
-    found = _TARGET.match(sql)
-    if found is None:
-        raise ValueError(f"not a write that can be held: {sql[:60]!r}")
-    return found.group(1).lower()
-
-
-@functools.lru_cache(maxsize=256)
-def _combined(sqls: tuple[str, ...]) -> str:
-    """Several writes as one PostgreSQL statement, each one's `:name` renamed `:w<i>_name`."""
-    parts = (f"w{i} AS (" + _NAMED.sub(f":w{i}_" + r"\1", sql) + ")" for i, sql in enumerate(sqls))
-    return _pyformat("WITH " + ", ".join(parts) + " SELECT 1")
 
 
 class Bare:

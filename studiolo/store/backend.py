@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine
 
-from studiolo.store._raw import Bare, Raw
+from studiolo.store._raw import Bare
 from studiolo.store.a2a import A2ARepo
 from studiolo.store.access import AccessRepo
 from studiolo.store.audit import AuditRepo, MetaRepo
@@ -33,6 +33,7 @@ from studiolo.store.group import Job
 from studiolo.store.publications import PublicationRepo
 from studiolo.store.remote import RemoteRepo
 from studiolo.store.retention import RetentionRepo
+from studiolo.store.steps import Steps
 from studiolo.store.work import WorkRepo
 
 __all__ = [
@@ -58,8 +59,9 @@ _WRITE_META = (*_READ_META, "service_key")
 class Tx:
     """One transaction: the repositories over one connection, plus the authority clock.
 
-    `now` is read once per transaction: at its start for a write; for a read, on first use
-    (most reads never ask, and a round trip is saved). `incarnation` comes with it.
+    `now` is read once per transaction: at its start for a write and a batched read on
+    PostgreSQL (it travels with the first read); else on first use (most reads never ask,
+    and a round trip is saved). `incarnation` comes with it. `steps`: the composite reads.
     """
 
     def __init__(self, conn: Connection, gate: Gate, *, sequence: bool) -> None:
@@ -74,8 +76,8 @@ class Tx:
         self.remote = RemoteRepo(conn)
         self.publications = PublicationRepo(conn)
         self.retention = RetentionRepo(conn)
+        self.steps = Steps(self)
         self._authority: Callable[[], tuple[float, str]] = lambda: (0.0, "")
-        self._expect: Callable[[], None] | None = None  # sends the clock's read ahead (`expect_clock`)
         self._read: tuple[float, str] | None = None
         self.start: Any = None  # a PostgreSQL write's first statement, read lazily (`postgres._Start`)
 
@@ -87,17 +89,6 @@ class Tx:
     @property
     def incarnation(self) -> str:
         return self._clock()[1]
-
-    def together(self) -> AbstractContextManager[None]:
-        """Writes sent inside travel as one statement on PostgreSQL (`Raw.together`)."""
-        return Raw(self.conn).together()
-
-    def expect_clock(self) -> None:
-        """The transaction will ask for `now`: in a batched PostgreSQL read, send the clock's
-        read now, to travel with the reads already sent (else it is read when first asked)."""
-        expect, self._expect = self._expect, None
-        if expect is not None and self._read is None:
-            expect()
 
     def _clock(self) -> tuple[float, str]:
         if self._read is None:

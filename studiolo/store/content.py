@@ -398,6 +398,10 @@ class ContentRepo:
         params = {"p": project_id} | in_params("f", files) | in_params("d", dirs)
         return self._raw.later(" UNION ALL ".join(parts), params)
 
+    def tree_conflicts(self, project_id: str, files: Mapping[str, str | None]) -> list[tuple[str, str]]:
+        """`tree_conflicts_later(...)()`: each pair (file, a file under it) writing `files` would make."""
+        return self.tree_conflicts_later(project_id, files)()
+
     def tree_conflicts_later(
         self, project_id: str, files: Mapping[str, str | None]
     ) -> Callable[[], list[tuple[str, str]]]:
@@ -498,6 +502,12 @@ class ContentRepo:
                 if revisions.get(str(path)) == int(rev):
                     out[str(path)] = (float(at), actor, str(cause))
         return out
+
+    def deployments(
+        self, project_id: str, revisions: Mapping[str, int], since: float
+    ) -> tuple[dict[str, str | None], list[Observation]]:
+        """`deployments_later(...)()`."""
+        return self.deployments_later(project_id, revisions, since)()
 
     def deployments_later(
         self, project_id: str, revisions: Mapping[str, int], since: float

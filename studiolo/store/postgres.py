@@ -41,7 +41,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from studiolo.store._raw import PIPELINE, Bare, Raw, flush_held
+from studiolo.store._raw import PIPELINE, Bare, Raw
 from studiolo.store.audit import EMPTY, Head
 from studiolo.store.authsignal import AuthSignal
 from studiolo.store.backend import (
@@ -124,7 +124,6 @@ class PostgresBackend:
             pool_recycle=1800,
             connect_args=_connect_args(url),
         )
-        event.listen(self.engine, "before_cursor_execute", _flush_held)
         event.listen(self.engine, "after_cursor_execute", _sync_pipeline)
         self._local_writer = threading.Lock()  # whole-ledger writers of this process
         self._chain_locks: dict[str, threading.Lock] = {}  # one writer per chain per process
@@ -403,8 +402,8 @@ class PostgresBackend:
             return tx
         if not write:
             tx._authority = lambda: _read_now(tx)
-            if PIPELINE in conn.connection.info:
-                tx._expect = lambda: _expect_clock(tx)
+            if PIPELINE in conn.connection.info:  # a batched read: the clock travels with its first read
+                _clock_ahead(tx)
             return tx
         # Sent first thing, right after the gate; its answer is read when first needed (it
         # comes back with the write's first read).
@@ -469,7 +468,7 @@ def _read_now(tx: Tx) -> tuple[float, str]:
     return max([float(row.now), *floats(row.last, row.head_at)]), row.incarnation or ""
 
 
-def _expect_clock(tx: Tx) -> None:
+def _clock_ahead(tx: Tx) -> None:
     """`_read_now`'s statement sent now (`Raw.later`), read when the clock is first asked."""
     rows = Raw(tx.conn).later(_CLOCK_READ, {})
 
@@ -572,11 +571,6 @@ _DATABASE_ERRORS = (DBAPIError, Reconnect, psycopg.Error)
 class _InDoubt(psycopg.OperationalError):
     """The session was lost after COMMIT was sent: the write may or may not have committed,
     so it must not be run again."""
-
-
-def _flush_held(conn: Connection, *_: Any) -> None:
-    """A SQLAlchemy statement runs after the writes `Raw.together` holds (`_raw`)."""
-    flush_held(conn.connection.info)
 
 
 def _sync_pipeline(conn: Connection, *_: Any) -> None:

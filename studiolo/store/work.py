@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -311,6 +311,11 @@ class WorkRepo:
     def completion_of_task(self, task_id: str) -> Completion | None:
         found = self.completion_of_task_later(task_id)()
         return found[0] if found else None
+
+    def completions_of_tasks(self, task_ids: Iterable[str]) -> dict[str, Completion | None]:
+        """`completion_of_task` of each task, the reads sent together (`Raw.later`)."""
+        sent = {t: self.completion_of_task_later(t) for t in task_ids}
+        return {t: next(iter(found()), None) for t, found in sent.items()}
 
     def completion_of_task_later(self, task_id: str) -> Callable[[], list[Completion]]:
         """`completion_of_task(...)` (none or one), sent now and answered when called (`Raw.later`)."""
