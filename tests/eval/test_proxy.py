@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 from collections.abc import Iterator
@@ -47,6 +48,10 @@ def _exchange(port: int, payload: bytes) -> bytes | None:
             return got
     except (ConnectionResetError, BrokenPipeError):
         return None
+    except OSError as exc:  # a reset that lands before our shutdown: the socket is no longer connected
+        if exc.errno == errno.ENOTCONN:
+            return None
+        raise
 
 
 def test_bytes_pass_through_with_latency_and_stalls(echo: tuple[str, int]) -> None:
