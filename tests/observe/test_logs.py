@@ -6,13 +6,21 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
+import httpx2
 import pytest
+import uvicorn
+from mcp import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
 
 from studiolo.faces.http.app import create_app
+from studiolo.faces.http.server import free_port
 from studiolo.observe import logs
 from studiolo.settings import Settings
 from tests.faces.helpers import Actors, PortalTransport, complete, issue_tokens, new_task, submit, verify
@@ -115,3 +123,35 @@ def test_the_other_studiolo_loggers_write_the_same_json_lines() -> None:
     (line,) = _lines(stream)
     assert line["level"] == "warning" and line["logger"] == "studiolo.git.projector"
     assert line["msg"] == "publish failed: disk full" and line["ts"].endswith("Z")
+
+
+def test_an_mcp_request_s_log_line_names_its_principal(world: World) -> None:
+    """`/mcp` authenticates inside the SDK's app, not on the API's path: its log line still
+    names the token's principal (and no line names one for a request without a token)."""
+    stream = io.StringIO()
+    app = create_app(
+        world.coord, Settings(database_url=world.coord.store.url, log_format="json"), log_stream=stream
+    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started and thread.is_alive():
+            time.sleep(0.01)
+        url = f"http://127.0.0.1:{server.config.port}"
+        token = issue_tokens(world)["agent"]
+
+        async def orient() -> None:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+            async with http, McpClient(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
+                assert not (await client.call_tool("orient", {})).is_error
+
+        anyio.run(orient)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        assert httpx.post(f"{url}/mcp", json=body).status_code == 401
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    mcp = [r for r in _lines(stream) if r["logger"] == "studiolo.request" and r["route"] == "/mcp"]
+    assert {r["principal"] for r in mcp if r["status"] == 200} == {world.agent.id}
+    assert [r["principal"] for r in mcp if r["status"] == 401] == [None]

@@ -43,7 +43,7 @@ from studiolo._exceptions import InvalidRequest, PayloadTooLarge, StudioloError,
 from studiolo.api.operations import OPERATIONS, Operation
 from studiolo.api.requests import invalid_request
 from studiolo.core.model import Principal
-from studiolo.faces.bearer import bearer_token
+from studiolo.faces.bearer import PRINCIPAL_KEY, bearer_token, leave_caller
 from studiolo.faces.http.leases import LeaseLane
 from studiolo.faces.http.operation import FUNCTIONS, parameters
 from studiolo.faces.http.problems import error_response, problem_response, unexpected_response
@@ -54,8 +54,6 @@ from studiolo.service import Coordinator
 from studiolo.settings import Settings
 
 __all__ = ["PRINCIPAL_KEY", "OperationPath", "SlashRedirect", "served"]
-
-PRINCIPAL_KEY = "studiolo_principal"  # where the caller is left (for the request's log line)
 
 
 @dataclass(frozen=True)
@@ -180,7 +178,7 @@ class OperationPath:
             caller = self.door.authenticate_cached(token) if token else None
             if caller is None:
                 caller = await run_in_threadpool(self._authenticate, token)
-            scope.setdefault("state", {})[PRINCIPAL_KEY] = caller  # for the request's log line
+            leave_caller(scope, caller)  # for the request's log line
         body = await _read_body(one.cap, headers, receive, read=one.op.body != "none")
         if one.op.name == "heartbeat" and caller is not None:
             parsed = _parse_body(one, headers, body)  # a bad body: the problem, before the lane

@@ -28,9 +28,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl, Field
 from starlette.applications import Starlette
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studiolo._exceptions import Unauthenticated
 from studiolo.core.model import Principal
+from studiolo.faces.bearer import leave_caller
 from studiolo.faces.mcp.inprocess import InProcessPort
 from studiolo.faces.mcp.port import StudioloPort
 from studiolo.faces.mcp.server import build_server
@@ -87,8 +89,26 @@ def mount_mcp(app: Starlette, door: Coordinator, settings: Settings) -> None:
     )
     # first: a request the route index does not hand over is matched by scanning the routes
     # in order, and /mcp is not one of the API's indexed routes
-    app.router.routes.insert(0, Route(MCP_PATH, endpoint=asgi, include_in_schema=False))
+    app.router.routes.insert(0, Route(MCP_PATH, endpoint=_Attributed(asgi), include_in_schema=False))
     app.router.lifespan_context = _with(server.session_manager.run, app.router.lifespan_context)
+
+
+class _Attributed:
+    """The SDK's app, leaving the principal its bearer auth found (`scope["user"]`) where the
+    request's log line looks for the caller, as the API's path does. A class, not a function:
+    `Route` would take a function for a request-response endpoint and allow only GET."""
+
+    def __init__(self, asgi: ASGIApp) -> None:
+        self.asgi = asgi
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.asgi(scope, receive, send)
+        finally:
+            user = scope.get("user")
+            token = user.access_token if isinstance(user, AuthenticatedUser) else None
+            if isinstance(token, PrincipalToken) and isinstance(token.principal, Principal):
+                leave_caller(scope, token.principal)
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
